@@ -1,0 +1,208 @@
+"""The ``envtrain`` command. Each verb exits non-zero with one clear sentence on bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from envtrain.core.errors import SpecError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build, scale and train on executable tool-use environments.")
+env_app = typer.Typer(no_args_is_help=True, help="Check, show or play one environment.")
+app.add_typer(env_app, name="env")
+
+ENV_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+def _die(message: str, code: int = 2) -> None:
+    Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _env_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in ENV_SUFFIXES and p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            _die(f"{path}: no such file or folder")
+    if not files:
+        _die(f"no environment files (*.json, *.yaml) under {', '.join(map(str, paths))}")
+    return files
+
+
+@env_app.command("check")
+def env_check(
+    paths: list[Path] = typer.Argument(..., help="Environment files, or folders to search for them."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON report per file instead of a table."),
+    budget: int = typer.Option(400, help="Tool calls the condition (4) search may try per environment."),
+) -> None:
+    """Run the five-condition admission check; exit 0 when every environment is admitted."""
+    from rich.progress import track
+
+    from envtrain.core.admission import CONDITIONS, check_admission
+    from envtrain.core.env import Environment
+
+    files = _env_files(paths)
+    reports, bad = [], []
+    items = files if as_json or len(files) < 4 else track(files, description="checking", console=Console(stderr=True))
+    for path in items:
+        try:
+            env = Environment.load(path)
+            reports.append((path, check_admission(env, search_budget=budget)))
+        except SpecError as exc:
+            bad.append((path, str(exc)))
+    if as_json:
+        for path, report in reports:
+            print(json.dumps({"file": str(path), **report.to_dict()}))
+        for path, message in bad:
+            print(json.dumps({"file": str(path), "admitted": False, "error": message}))
+    else:
+        console = _console()
+        table = Table(title="admission", show_lines=False) if reports else None
+        table.add_column("environment", overflow="fold")
+        table.add_column("id")
+        for n in CONDITIONS:
+            table.add_column(f"({n})", justify="center")
+        table.add_column("ms", justify="right")
+        for path, report in reports:
+            marks = ["[green]ok[/]" if report.passed(n) else "[red]FAIL[/]" for n in CONDITIONS]
+            table.add_row(str(path), report.env_id, *marks, f"{report.seconds * 1000:.1f}")
+        if table is not None:
+            console.print(table)
+        for path, report in reports:
+            for f in report.failures:
+                where = f" {f.assertion}:" if f.assertion else ""
+                console.print(f"[red]{path}[/] condition ({f.condition}) {CONDITIONS[f.condition]}:{where} {f.reason}")
+        for _, message in bad:
+            console.print(f"[red]{message}[/]")
+        admitted = sum(r.admitted for _, r in reports)
+        console.print(f"{admitted}/{len(files)} admitted")
+    if bad and not reports:
+        raise typer.Exit(2)
+    if bad or not all(r.admitted for _, r in reports):
+        raise typer.Exit(2 if bad else 1)
+
+
+@env_app.command("show")
+def env_show(path: Path = typer.Argument(..., help="An environment file.")) -> None:
+    """Print a readable summary: request, persona, apps and tools, world size, verifier, solution."""
+    from envtrain.core.env import Environment
+
+    env = _load(path)
+    console = _console()
+    console.print(f"[bold]{path}[/]  id {env.id}  source {env.provenance.source}")
+    console.print(f"[bold]request:[/] {env.request}")
+    if env.persona:
+        console.print("[bold]persona:[/] " + ", ".join(f"{k}={v}" for k, v in env.persona.items()))
+    for doc in env.docs:
+        console.print(f"[bold]doc[/] {doc.title}: {doc.body}")
+    tools = Table(title="apps and tools")
+    for col in ("app", "tool", "family", "preconditions"):
+        tools.add_column(col)
+    for a in env.apps:
+        for t in a.tools:
+            tools.add_row(a.name, t.name, t.family, str(len(t.preconditions)))
+    console.print(tools)
+    sizes = ", ".join(f"{name} {len(rows)}" for name, rows in env.world.tables.items())
+    console.print(f"[bold]world:[/] base time {env.world.base_time}; rows: {sizes or 'none'}; files {len(env.world.files)}")
+    ver = Table(title="verifier")
+    ver.add_column("")
+    ver.add_column("name")
+    ver.add_column("condition")
+    for polarity, group in (("+", env.verifier.positive), ("-", env.verifier.negative)):
+        for a in group:
+            ver.add_row(polarity, a.name, a.describe())
+    console.print(ver)
+    console.print("[bold]reference solution:[/]")
+    for i, call in enumerate(env.reference_solution):
+        console.print(f"  {i}. {call.tool}({json.dumps(call.arguments, ensure_ascii=False)})")
+
+
+def _load(path: Path):
+    from envtrain.core.env import Environment
+
+    if not path.is_file():
+        _die(f"{path}: no such file")
+    try:
+        return Environment.load(path)
+    except SpecError as exc:
+        _die(str(exc))
+
+
+PLAY_HELP = """commands:
+  tools                      list the tools
+  <tool> {json arguments}    call a tool, e.g. get_ticket {"ticket_id": 1}
+  verify                     check the verifier on the current world
+  reset                      start over from W0
+  docs                       show the request, persona and documents
+  quit                       leave"""
+
+
+@env_app.command("play")
+def env_play(path: Path = typer.Argument(..., help="An environment file.")) -> None:
+    """Act as the agent in a terminal: call tools with JSON arguments, then verify."""
+    from envtrain.core.session import Runtime
+
+    env = _load(path)
+    console = _console()
+    try:
+        runtime = Runtime(env)
+    except SpecError as exc:
+        _die(str(exc))
+    with runtime.session() as session:
+        obs = session.reset()
+        console.print(f"[bold]request:[/] {obs.request}\n{PLAY_HELP}")
+        while True:
+            try:
+                line = input("envtrain> ").strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            name, _, rest = line.partition(" ")
+            if name in ("quit", "exit"):
+                break
+            if name == "help":
+                console.print(PLAY_HELP)
+            elif name == "tools":
+                for t in obs.tools:
+                    fn = t["function"]
+                    params = ", ".join(fn["parameters"].get("properties", {}))
+                    console.print(f"  [bold]{fn['name']}[/]({params}): {fn['description']}")
+            elif name == "docs":
+                console.print(f"request: {obs.request}\npersona: {obs.persona}")
+                for doc in obs.docs:
+                    console.print(f"[bold]{doc['title']}[/]: {doc['body']}")
+            elif name == "reset":
+                obs = session.reset()
+                console.print("world reset to W0")
+            elif name == "verify":
+                result = session.verify()
+                for a in result.assertions:
+                    console.print(f"  {'[green]holds[/]' if a.holds else '[red]fails[/]'} V{a.polarity} {a.name}")
+                console.print(f"score {result.score:.2f}  passed {result.passed}")
+            else:
+                step = session.step({"tool": name, "arguments": rest.strip() or "{}"})
+                style = "green" if step.ok else "red"
+                console.print(f"[{style}]{step.status}[/] {step.content()}")
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    app(args=argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,322 @@
+"""One generic runtime serves every app: tools compiled once to SQL, executed against a world.
+
+A write runs as: guards (all preconditions in one query) → effects (``... RETURNING``) →
+constraints on the touched rows (one query per effect) → postconditions. Any failure raises a
+ToolError; the session rolls the savepoint back, so a refused call leaves the world as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from envtrain.core.app import App, Column, Effect, Guard, Tool
+from envtrain.core.compile import Bindings, Compiler, Fragment, Param, batch, bind
+from envtrain.core.condition import Cardinality, Condition, Site
+from envtrain.core.errors import ErrorKind, SpecError, ToolError
+from envtrain.core.expr import Clause, Col, Lit, Ref, SubQuery, walk
+from envtrain.core.schema import EntityInfo, Schema
+from envtrain.core.world import World, from_sql
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_TYPE_SQL = {  # what a stored value of each column type must look like
+    "integer": "typeof({c}) IN ('integer', 'null')",
+    "number": "typeof({c}) IN ('integer', 'real', 'null')",
+    "boolean": "({c} IS NULL OR {c} IN (0, 1))",
+    "date": "({c} IS NULL OR {c} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]')",
+    "datetime": "({c} IS NULL OR {c} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z')",
+    "text": "typeof({c}) IN ('text', 'null')",
+}
+_TYPE_WORDS = {"date": "a date (YYYY-MM-DD)", "datetime": "a time (YYYY-MM-DDTHH:MM:SSZ)", "boolean": "true or false"}
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a Python handler gets: the live world, the call's namespaces and its tool."""
+
+    world: World
+    ns: Bindings
+    tool: Tool
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class GuardCheck:
+    cardinality: Cardinality
+    error: ErrorKind
+    message: str
+
+
+@dataclass(frozen=True)
+class Guards:
+    sql: str
+    params: tuple[Param, ...]
+    checks: tuple[GuardCheck, ...]
+
+    def run(self, world: World, ns: Bindings) -> None:
+        counts = world.conn.execute(self.sql, bind(self.params, ns)).fetchone()
+        for check, count in zip(self.checks, counts):
+            if not check.cardinality.holds(count):
+                raise ToolError(check.error, format_message(check.message, ns.args))
+
+
+@dataclass(frozen=True)
+class ConstraintCheck:
+    """Constraints of one entity, evaluated only on the rows a write touched."""
+
+    sql: str  # SELECT <violations per constraint> FROM table WHERE rowid IN (?)
+    params: tuple[Param, ...]
+    messages: tuple[str, ...]
+
+    def run(self, world: World, ns: Bindings, rowids: Sequence[int]) -> None:
+        import json
+
+        values = bind(self.params, ns)
+        values.append(json.dumps(list(rowids)))
+        violations = world.conn.execute(self.sql, values).fetchone()
+        for message, count in zip(self.messages, violations):
+            if count:
+                raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, message)
+
+
+@dataclass(frozen=True)
+class CompiledEffect:
+    effect: Effect
+    info: EntityInfo
+    sql: str
+    params: tuple[Param, ...]
+    constraints: ConstraintCheck | None
+
+
+@dataclass(frozen=True)
+class CompiledRead:
+    sql: str
+    params: tuple[Param, ...]
+    columns: tuple[tuple[str, Column], ...]
+
+
+@dataclass(frozen=True)
+class CompiledTool:
+    tool: Tool
+    app: str
+    info: EntityInfo | None
+    guards: Guards | None
+    read: CompiledRead | None
+    effects: tuple[CompiledEffect, ...]
+    postconditions: Guards | None
+    handler: Handler | None
+
+    def run(self, world: World, ns: Bindings) -> Any:
+        if self.guards is not None:
+            self.guards.run(world, ns)
+        if self.handler is not None:
+            result = self.handler(ToolContext(world, ns, self.tool), dict(ns.args))
+        elif self.read is not None:
+            result = self._read(world, ns)
+        else:
+            result = None
+        for i, effect in enumerate(self.effects):
+            outcome = self._apply(world, ns, effect)
+            if i == 0 and result is None:
+                result = outcome
+        if self.postconditions is not None:
+            self.postconditions.run(world, ns)
+        return result
+
+    def _read(self, world: World, ns: Bindings) -> Any:
+        read = self.read
+        assert read is not None and self.info is not None
+        values = bind(read.params, ns)
+        if self.tool.family == "read":
+            row = world.conn.execute(read.sql, values).fetchone()
+            if row is None:
+                raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {self.info.name.split('.')[-1]} matches {_describe_args(ns.args)}")
+            return _row(row, read.columns)
+        rows = world.conn.execute(read.sql, values).fetchall()
+        total = rows[0][-1] if rows else 0
+        return {"items": [_row(r, read.columns) for r in rows], "total": total}
+
+    def _apply(self, world: World, ns: Bindings, ce: CompiledEffect) -> Any:
+        rows = world.conn.execute(ce.sql, bind(ce.params, ns)).fetchall()
+        kind = ce.effect.kind
+        name = ce.info.name.split(".")[-1]
+        if kind in ("update", "delete") and not rows:
+            raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {name} matches {_describe_args(ns.args)}")
+        if ce.constraints is not None and kind != "delete":
+            ce.constraints.run(world, ns, [r[0] for r in rows])
+        columns = tuple(ce.info.columns.items())
+        shaped = [_project(_row(r[1:], columns), self.tool.returns.fields) for r in rows]
+        if kind == "delete":
+            return {"deleted": len(rows)}
+        if kind == "update":
+            return {"updated": len(rows), "items": shaped}
+        return {{"insert": "created", "send": "sent", "link": "linked"}[kind]: shaped[0]}
+
+
+def _row(values: Sequence[Any], columns: Sequence[tuple[str, Column]]) -> dict[str, Any]:
+    return {name: from_sql(v, col) for (name, col), v in zip(columns, values)}
+
+
+def _project(row: dict[str, Any], fields: Sequence[str] | None) -> dict[str, Any]:
+    return row if fields is None else {f: row[f] for f in fields if f in row}
+
+
+def _describe_args(args: Mapping[str, Any]) -> str:
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items() if v is not None)
+    return f"({shown})" if shown else "the request"
+
+
+def format_message(template: str, args: Mapping[str, Any]) -> str:
+    """Fill ``{name}`` with argument values; nothing else is interpreted (no attribute access)."""
+    return _PLACEHOLDER.sub(lambda m: str(args[m.group(1)]) if m.group(1) in args else m.group(0), template)
+
+
+# --- compilation ----------------------------------------------------------------------------
+
+
+def compile_guards(schema: Schema, guards: Sequence[Guard], site: Site, app: str | None, params: Sequence[str] | None, label: str) -> Guards | None:
+    if not guards:
+        return None
+    frags = []
+    for i, guard in enumerate(guards, 1):
+        comp = Compiler(schema, site, app=app, params=params)
+        try:
+            frags.append(comp.count(Condition(entity=guard.entity, where=guard.where, count=guard.count)))
+        except SpecError as exc:
+            raise SpecError(f"{label} {site.value} {i}: {exc}") from None
+    out = batch(frags)
+    return Guards(out.sql, out.params, tuple(GuardCheck(g.count, g.error, g.message) for g in guards))
+
+
+def compile_constraints(schema: Schema, info: EntityInfo) -> ConstraintCheck | None:
+    """Column rules (type, required, enum, ref) and the entity's own constraints, as one query."""
+    comp = Compiler(schema, Site.CONSTRAINT, app=info.app)
+    checks: list[tuple[Fragment, str]] = []
+    short = info.name
+    for name, col in info.columns.items():
+        c = f't0."{name}"'
+        if col.type in _TYPE_SQL:
+            checks.append((Fragment(_TYPE_SQL[col.type].format(c=c)), f"{short}.{name} must be {_TYPE_WORDS.get(col.type, col.type)}"))
+        if col.required:
+            checks.append((Fragment(f"{c} IS NOT NULL"), f"{short}.{name} is required"))
+        if col.enum:
+            clause = Clause(name, "in", Lit(tuple(col.enum)))
+            checks.append((comp.clause(clause, (info,)), f"{short}.{name} must be one of: {', '.join(col.enum)}"))
+        if col.ref:
+            target, _, column = col.ref.rpartition(".")
+            try:
+                clause = Clause(name, "in", SubQuery("all", target, column, ()))
+                checks.append((comp.clause(clause, (info,)), f"{short}.{name} must name an existing {target}"))
+            except SpecError as exc:
+                raise SpecError(f"entity {short}: column {name}: ref {col.ref!r}: {exc}") from None
+    for constraint in info.spec.constraints:
+        try:
+            frag = comp.where(info, constraint.where)
+        except SpecError as exc:
+            raise SpecError(f"entity {short}: constraint {constraint.name!r}: {exc}") from None
+        checks.append((frag, constraint.message))
+    if not checks:
+        return None
+    select = Fragment("SELECT ")
+    for i, (frag, _) in enumerate(checks):
+        select = select + Fragment(", " if i else "") + Fragment("TOTAL(CASE WHEN COALESCE((") + frag + Fragment("), 1) THEN 0 ELSE 1 END)")
+    select = select + Fragment(f' FROM "{info.table}" AS t0 WHERE t0.rowid IN (SELECT value FROM json_each(?))')
+    return ConstraintCheck(select.sql, select.params, tuple(m for _, m in checks))
+
+
+def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params: Sequence[str], label: str) -> CompiledEffect:
+    comp = Compiler(schema, Site.EFFECT, app=app.name, params=params)
+    info = comp.entity(effect.entity)
+    table = f'"{info.table}"'
+    returning = " RETURNING rowid, " + ", ".join(f'"{c}"' for c in info.columns)
+    if effect.kind in ("insert", "link", "send"):
+        values = dict(effect.values)
+        for name, col in info.columns.items():
+            if name not in values and col.default is not None:
+                values[name] = col.default
+        for name, expr in values.items():
+            info.column(name)
+            if any(isinstance(n, Col) or (isinstance(n, Ref) and n.namespace == "was") for n in walk(expr)):
+                if not any(isinstance(n, SubQuery) for n in walk(expr)):
+                    raise SpecError(f"{label}: insert value for {name!r} refers to a column, but a new row has none yet")
+        if not values:
+            return CompiledEffect(effect, info, f"INSERT INTO {table} DEFAULT VALUES{returning}", (), compile_constraints(schema, info))
+        frag = Fragment(f"INSERT INTO {table} ({', '.join(f'{chr(34)}{n}{chr(34)}' for n in values)}) SELECT ")
+        for i, expr in enumerate(values.values()):
+            frag = frag + Fragment(", " if i else "") + comp.expr(expr, (info,))
+        if effect.kind == "link":
+            # A link that already exists is refused, not doubled.
+            frag = frag + Fragment(f" WHERE NOT EXISTS (SELECT 1 FROM {table} AS t0 WHERE ")
+            conds = [Fragment(f't0."{n}" IS (') + comp.expr(e, (info,)) + Fragment(")") for n, e in values.items()]
+            for i, c in enumerate(conds):
+                frag = frag + Fragment(" AND " if i else "") + c
+            frag = frag + Fragment(")")
+        frag = frag + Fragment(returning)
+        return CompiledEffect(effect, info, frag.sql, frag.params, compile_constraints(schema, info))
+    where = comp.where(info, effect.where)
+    if effect.kind == "delete":
+        frag = Fragment(f"DELETE FROM {table} AS t0 WHERE ") + where + Fragment(returning)
+        return CompiledEffect(effect, info, frag.sql, frag.params, None)
+    if not effect.values:
+        raise SpecError(f"{label}: an update sets at least one column")
+    frag = Fragment(f"UPDATE {table} AS t0 SET ")
+    for i, (name, expr) in enumerate(effect.values.items()):
+        info.column(name)
+        frag = frag + Fragment(f'{", " if i else ""}"{name}" = (') + comp.expr(expr, (info,)) + Fragment(")")
+    frag = frag + Fragment(" WHERE ") + where + Fragment(returning)
+    return CompiledEffect(effect, info, frag.sql, frag.params, compile_constraints(schema, info))
+
+
+def _compile_read(schema: Schema, app: App, tool: Tool, params: Sequence[str]) -> tuple[EntityInfo, CompiledRead]:
+    comp = Compiler(schema, Site.READ_FILTER, app=app.name, params=params)
+    info = comp.entity(tool.entity or "")
+    fields = tool.returns.fields or tuple(info.columns)
+    for name in fields:
+        info.column(name)
+    columns = tuple((name, info.columns[name]) for name in fields)
+    select = ", ".join(f't0."{n}"' for n in fields)
+    frag = Fragment(f"SELECT {select}" + (", COUNT(*) OVER ()" if tool.family != "read" else "") + f' FROM "{info.table}" AS t0 WHERE ')
+    frag = frag + comp.where(info, tool.where, optional_args=True)
+    if tool.search:
+        tests = []
+        for name in tool.search:
+            info.column(name)
+            tests.append(f'instr(lower(t0."{name}"), lower(?)) > 0')
+        frag = frag + Fragment(" AND (" + " OR ".join(tests) + ")", tuple(Param("arg", "query") for _ in tool.search), frozenset({"query"}))
+    if tool.family == "read":
+        frag = frag + Fragment(" LIMIT 1")
+    else:
+        order = tool.returns.order_by or info.spec.primary_key
+        column, _, direction = order.partition(" ")
+        info.column(column)
+        if direction.strip().lower() not in ("", "asc", "desc"):
+            raise SpecError(f"order_by {order!r}: the direction is asc or desc")
+        frag = frag + Fragment(f' ORDER BY t0."{column}" {direction.strip().upper() or "ASC"}, t0.rowid LIMIT ? OFFSET ?')
+        frag = frag + Fragment("", (Param("limit", tool.returns.limit), Param("offset")))
+    return info, CompiledRead(frag.sql, frag.params, columns)
+
+
+def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Handler]) -> CompiledTool:
+    label = f"app {app.name}: tool {tool.name}"
+    params = list(tool.parameters.get("properties", {}))
+    try:
+        guards = compile_guards(schema, tool.preconditions, Site.PRECONDITION, app.name, params, label)
+        post = compile_guards(schema, tool.postconditions, Site.POSTCONDITION, app.name, params, label)
+        info, read = (None, None)
+        if tool.family in ("read", "list", "search") and tool.entity is not None:
+            info, read = _compile_read(schema, app, tool, params)
+        effects = tuple(
+            _compile_effect(schema, app, tool, e, params, f"{label} effect {i}") for i, e in enumerate(tool.effects, 1)
+        )
+    except SpecError as exc:
+        text = str(exc)
+        raise SpecError(text if text.startswith(label) else f"{label}: {text}") from None
+    handler = None
+    if tool.handler is not None:
+        if tool.handler not in handlers:
+            raise SpecError(f"{label}: handler {tool.handler!r} is not registered (registered: {', '.join(sorted(handlers)) or 'none'})")
+        handler = handlers[tool.handler]
+    return CompiledTool(tool, app.name, info, guards, read, effects, post, handler)

@@ -1,0 +1,210 @@
+"""Run episodes: a Runtime compiles an environment once; each Session owns one world.
+
+    runtime = Runtime(Environment.load("examples/helpdesk_escalation.json"))
+    with runtime.session() as s:
+        obs = s.reset()                      # request, tools (OpenAI format), persona, docs
+        r = s.step({"tool": "list_tickets", "arguments": {"status": "open"}})
+        result = s.verify()                  # per-assertion results, score, passed
+
+Sessions share nothing mutable: any number run side by side, in threads or processes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from envtrain.core.compile import Bindings, Compiler, batch
+from envtrain.core.condition import Site
+from envtrain.core.env import Environment
+from envtrain.core.errors import ErrorKind, SpecError, ToolError
+from envtrain.core.runtime import CompiledTool, Handler, compile_tool
+from envtrain.core.schema import Schema
+from envtrain.core.verifier import AssertionResult, CompiledVerifier, VerifyResult
+from envtrain.core.world import World
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    request: str
+    tools: list[dict[str, Any]]  # OpenAI tools format
+    persona: dict[str, Any]
+    docs: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    tool: str
+    ok: bool
+    output: Any = None
+    error: ErrorKind | None = None
+    message: str = ""
+
+    @property
+    def status(self) -> int:
+        return 200 if self.error is None else self.error.status
+
+    def content(self) -> str:
+        """The observation text the agent sees."""
+        if self.ok:
+            return json.dumps(self.output, ensure_ascii=False, sort_keys=True)
+        return json.dumps({"error": {"kind": self.error.value if self.error else "", "message": self.message}}, ensure_ascii=False)
+
+
+class Runtime:
+    """An environment compiled once: tool statements, the verifier, and W0 as a snapshot."""
+
+    def __init__(self, env: Environment, *, handlers: Mapping[str, Handler] | None = None) -> None:
+        if handlers is None:
+            from envtrain.apps.handlers import builtin_handlers
+
+            handlers = builtin_handlers()
+        self.env = env
+        self.schema = Schema(env.apps)
+        tools: dict[str, CompiledTool] = {}
+        for app in env.apps:
+            for tool in app.tools:
+                if tool.name in tools:
+                    raise SpecError(f"tool {tool.name!r} is offered by apps {tools[tool.name].app!r} and {app.name!r}")
+                tools[tool.name] = compile_tool(self.schema, app, tool, handlers)
+        self.tools: Mapping[str, CompiledTool] = tools
+        self.verifier = CompiledVerifier.build(self.schema, env.verifier)
+        for i, call in enumerate(env.reference_solution):
+            if call.tool not in tools:
+                raise SpecError(f"reference_solution.{i}: unknown tool {call.tool!r}")
+        world = World.create(self.schema, base_time=env.world.base_time, tables=env.world.tables, files=env.world.files)
+        _explain_all(world.conn, self)
+        self.w0: bytes = world.serialize()
+        self.w0_hash: str = world.content_hash()
+        world.close()
+        self.openai_tools = [t.tool.openai_schema() for t in tools.values()]
+
+    def session(self) -> "Session":
+        return Session(self)
+
+    def condition_count(self, world: World, entity: str, where: tuple = ()) -> int:
+        """Count rows of a world matching clauses (a verifier-site condition; for tools and tests)."""
+        from envtrain.core.condition import Condition
+
+        frag = Compiler(self.schema, Site.VERIFIER).count(Condition(entity=entity, where=where))
+        return world.conn.execute(frag.sql, [p.key for p in frag.params]).fetchone()[0]
+
+
+def _explain_all(conn: sqlite3.Connection, runtime: Runtime) -> None:
+    """Prepare every compiled statement once at load, so a spec SQLite cannot run fails now, not mid-episode."""
+    for name, tool in runtime.tools.items():
+        statements = [s for s in (tool.guards, tool.postconditions) if s is not None]
+        sqls = [(g.sql, len(g.params)) for g in statements]
+        if tool.read is not None:
+            sqls.append((tool.read.sql, len(tool.read.params)))
+        for effect in tool.effects:
+            sqls.append((effect.sql, len(effect.params)))
+            if effect.constraints is not None:
+                sqls.append((effect.constraints.sql, len(effect.constraints.params) + 1))
+        for sql, n in sqls:
+            try:
+                conn.execute("EXPLAIN " + sql, [None] * n)
+            except sqlite3.Error as exc:
+                raise SpecError(f"tool {name}: the compiled statement does not run ({exc})") from None
+
+
+class Session:
+    """One episode over one world. ``step`` never raises into the caller's loop."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.world = World.deserialize(runtime.schema, runtime.w0)
+        env = runtime.env
+        self._actor = dict(env.persona)
+        self._session = dict(env.world.session)
+        self.steps = 0
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.world.close()
+
+    def reset(self) -> ResetResult:
+        self.world.restore(self.runtime.w0)
+        self.steps = 0
+        env = self.runtime.env
+        return ResetResult(
+            request=env.request,
+            tools=self.runtime.openai_tools,
+            persona=dict(env.persona),
+            docs=[{"title": d.title, "body": d.body} for d in env.docs],
+        )
+
+    def step(self, call: Any) -> StepResult:
+        name = "?"
+        try:
+            name, args = parse_call(call)
+            tool = self.runtime.tools.get(name)
+            if tool is None:
+                known = ", ".join(sorted(self.runtime.tools))
+                raise ToolError(ErrorKind.UNKNOWN_TOOL, f"unknown tool {name!r} (tools: {known})")
+            from envtrain.core.args import validate_arguments
+
+            validate_arguments(tool.tool.parameters, args)
+            ns = Bindings(args, self._actor, self._session, self.world.now())
+            output = self._run(tool, ns)
+            return StepResult(name, True, output)
+        except ToolError as exc:
+            return StepResult(name, False, error=exc.kind, message=exc.message)
+        except Exception as exc:  # a fault of the environment, reported, never raised into the agent loop
+            return StepResult(name, False, error=ErrorKind.INTERNAL, message=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.steps += 1
+            self.world.tick()
+
+    def _run(self, tool: CompiledTool, ns: Bindings) -> Any:
+        if not tool.tool.writes:
+            return tool.run(self.world, ns)
+        conn = self.world.conn
+        conn.execute("SAVEPOINT step")
+        try:
+            output = tool.run(self.world, ns)
+        except BaseException as exc:
+            conn.execute("ROLLBACK TO step")
+            conn.execute("RELEASE step")
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, f"refused: {exc}") from None
+            raise
+        conn.execute("RELEASE step")
+        return output
+
+    def verify(self) -> VerifyResult:
+        return self.runtime.verifier.run(self.world)
+
+
+def parse_call(call: Any) -> tuple[str, dict[str, Any]]:
+    """Accept {"tool", "arguments"}, {"name", "arguments"} or OpenAI's {"function": {...}}; arguments may be a JSON string."""
+    if hasattr(call, "model_dump"):
+        call = call.model_dump()
+    if not isinstance(call, dict):
+        raise ToolError(ErrorKind.MALFORMED_ARGUMENTS, f"a tool call is an object with a tool name and arguments, got {type(call).__name__}")
+    if isinstance(call.get("function"), dict):
+        call = call["function"]
+    name = call.get("tool", call.get("name"))
+    if not isinstance(name, str) or not name:
+        raise ToolError(ErrorKind.MALFORMED_ARGUMENTS, "the tool call names no tool")
+    args = call.get("arguments", {})
+    if args is None or args == "":
+        args = {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as exc:
+            raise ToolError(ErrorKind.MALFORMED_ARGUMENTS, f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from None
+    if not isinstance(args, dict):
+        raise ToolError(ErrorKind.MALFORMED_ARGUMENTS, f"arguments must be a JSON object, got {type(args).__name__}")
+    return name, args
+
+
+__all__ = ["AssertionResult", "ResetResult", "Runtime", "Session", "StepResult", "VerifyResult", "parse_call"]

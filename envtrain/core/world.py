@@ -1,0 +1,181 @@
+"""The world: relational rows and workspace files in one SQLite store, with a deterministic clock.
+
+``serialize()``/``deserialize()`` are the snapshot and reset of an episode; ``content_hash()`` is
+a canonical digest of rows and files (not of SQLite's page layout, which varies); time is
+``base_time + action_index`` seconds, never the wall clock, so runs replay exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+from envtrain.core.app import Column
+from envtrain.core.compile import ISO_SECONDS
+from envtrain.core.errors import SpecError
+from envtrain.core.schema import FILES, EntityInfo, Schema
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+def parse_time(text: str) -> datetime:
+    if not isinstance(text, str) or not _DATETIME.match(text):
+        raise SpecError(f"a time is written YYYY-MM-DDTHH:MM:SSZ, got {text!r}")
+    return datetime.strptime(text, ISO_SECONDS).replace(tzinfo=timezone.utc)
+
+
+def to_sql(value: Any, col: Column, where: str) -> Any:
+    """Check a JSON value against its column type and convert it to what SQLite stores."""
+    if value is None:
+        return None
+    kind = col.type
+    ok = {
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "text": isinstance(value, str),
+        "boolean": isinstance(value, bool),
+        "date": isinstance(value, str) and bool(_DATE.match(value)),
+        "datetime": isinstance(value, str) and bool(_DATETIME.match(value)),
+        "json": isinstance(value, (list, dict, str, int, float, bool)),
+    }[kind]
+    if not ok:
+        raise SpecError(f"{where}: expected {kind}, got {value!r}")
+    if kind == "boolean":
+        return int(value)
+    if kind == "json":
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return value
+
+
+def from_sql(value: Any, col: Column) -> Any:
+    if value is None:
+        return None
+    if col.type == "boolean":
+        return bool(value)
+    if col.type == "json":
+        return json.loads(value)
+    return value
+
+
+def _connect() -> sqlite3.Connection:
+    # Autocommit: the runtime opens its own savepoints. Sessions may be stepped from a worker thread.
+    return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
+class World:
+    """One live world. Owned by one session; never shared between sessions."""
+
+    def __init__(self, schema: Schema, conn: sqlite3.Connection, base_time: str, action_index: int = 0) -> None:
+        self.schema = schema
+        self.conn = conn
+        self.base_time = base_time
+        self._base = parse_time(base_time)
+        self.action_index = action_index
+
+    # -- building and snapshots ---------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        schema: Schema,
+        *,
+        base_time: str,
+        tables: Mapping[str, list[dict[str, Any]]],
+        files: Mapping[str, str],
+    ) -> "World":
+        conn = _connect()
+        for statement in schema.ddl():
+            conn.execute(statement)
+        world = cls(schema, conn, base_time)
+        conn.execute("BEGIN")
+        try:
+            for name, rows in tables.items():
+                info = schema.resolve(name)
+                world._insert_rows(info, rows)
+            world._insert_rows(schema.resolve(FILES), [{"path": p, "content": c} for p, c in files.items()])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return world
+
+    def _insert_rows(self, info: EntityInfo, rows: list[dict[str, Any]]) -> None:
+        columns = list(info.columns)
+        names = ", ".join(f'"{c}"' for c in columns)
+        sql = f'INSERT INTO "{info.table}" ({names}) VALUES ({", ".join("?" for _ in columns)})'
+        values = []
+        for i, row in enumerate(rows):
+            where = f"world.tables[{info.name!r}][{i}]"
+            if not isinstance(row, dict):
+                raise SpecError(f"{where}: a row is an object, got {type(row).__name__}")
+            unknown = set(row) - set(columns)
+            if unknown:
+                raise SpecError(f"{where}: unknown columns {sorted(unknown)} (columns: {', '.join(columns)})")
+            values.append([to_sql(row.get(c), info.columns[c], f"{where}.{c}") for c in columns])
+        try:
+            self.conn.executemany(sql, values)
+        except sqlite3.IntegrityError as exc:
+            raise SpecError(f"world.tables[{info.name!r}]: {exc}") from None
+
+    def serialize(self) -> bytes:
+        self.conn.execute('INSERT OR REPLACE INTO "__meta__" VALUES (?, ?), (?, ?)',
+                          ("base_time", self.base_time, "action_index", self.action_index))
+        return self.conn.serialize()
+
+    @classmethod
+    def deserialize(cls, schema: Schema, data: bytes) -> "World":
+        conn = _connect()
+        world = cls(schema, conn, "1970-01-01T00:00:00Z")
+        world.restore(data)
+        return world
+
+    def restore(self, data: bytes) -> None:
+        """Reset in place to a snapshot: every table, every file and the clock."""
+        self.conn.deserialize(data)
+        meta = dict(self.conn.execute('SELECT key, value FROM "__meta__"').fetchall())
+        if meta.get("base_time") != self.base_time:
+            self.base_time = meta["base_time"]
+            self._base = parse_time(self.base_time)
+        self.action_index = int(meta["action_index"])
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def now(self) -> str:
+        return (self._base + timedelta(seconds=self.action_index)).strftime(ISO_SECONDS)
+
+    def tick(self) -> None:
+        self.action_index += 1
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def rows(self, entity: str) -> list[dict[str, Any]]:
+        info = self.schema.resolve(entity)
+        cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"')
+        names = [d[0] for d in cur.description]
+        return [{n: from_sql(v, info.columns[n]) for n, v in zip(names, row)} for row in cur]
+
+    def files(self) -> dict[str, str]:
+        return {row["path"]: row["content"] for row in self.rows(FILES)}
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        return {name: self.rows(name) for name in self.schema.entities if name != FILES}
+
+    def content_hash(self) -> str:
+        """sha256 over every table's rows in key order, files included; the clock is not content."""
+        digest = hashlib.sha256()
+        for name in sorted(self.schema.entities):
+            info = self.schema.entities[name]
+            digest.update(f"\x00{name}\x00".encode())
+            cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"')
+            for row in cur:
+                digest.update(repr(row).encode())
+                digest.update(b"\n")
+        return digest.hexdigest()[:16]
+
+    def close(self) -> None:
+        self.conn.close()
