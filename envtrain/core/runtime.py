@@ -209,7 +209,7 @@ def compile_constraints(schema: Schema, info: EntityInfo) -> ConstraintCheck | N
             target, _, column = col.ref.rpartition(".")
             try:
                 clause = Clause(name, "in", SubQuery("all", target, column, ()))
-                checks.append((comp.clause(clause, (info,)), f"{short}.{name} must name an existing {target}"))
+                checks.append((comp.clause(clause, (info,)), f"{short}.{name} must name an existing {schema.resolve(target, info.app).name}.{column}"))
             except SpecError as exc:
                 raise SpecError(f"entity {short}: column {name}: ref {col.ref!r}: {exc}") from None
     for constraint in info.spec.constraints:

@@ -1,0 +1,177 @@
+"""World snapshots and hashes; sessions: steps, structured errors, rollback, independence."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envtrain.core import ErrorKind, Runtime, SpecError
+from envtrain.core.world import World
+
+from ..conftest import LEDGER_ROWS, ledger_env
+
+
+def test_snapshot_restore_and_hash(ledger: Runtime) -> None:
+    world = World.deserialize(ledger.schema, ledger.w0)
+    assert world.content_hash() == ledger.w0_hash
+    world.conn.execute('UPDATE "ledger__invoices" SET memo = ? WHERE id = 11', ("changed",))
+    changed = world.content_hash()
+    assert changed != ledger.w0_hash
+    world.restore(ledger.w0)
+    assert world.content_hash() == ledger.w0_hash
+    assert world.rows("ledger.invoices")[0]["tags"] == ["office", "paper"]  # json round trip
+    assert world.rows("ledger.vendors")[1]["blocked"] is True  # boolean round trip
+
+
+def test_hash_ignores_the_clock_and_insertion_order(ledger: Runtime) -> None:
+    reordered = dict(LEDGER_ROWS)
+    reordered["ledger.invoices"] = list(reversed(LEDGER_ROWS["ledger.invoices"]))
+    other = Runtime(ledger_env(world={"base_time": "2030-06-01T00:00:00Z", "tables": reordered}))
+    assert other.w0_hash == ledger.w0_hash
+
+
+def test_clock_is_base_time_plus_action_index(ledger: Runtime) -> None:
+    with ledger.session() as s:
+        s.reset()
+        assert s.world.now() == "2026-01-10T12:00:00Z"
+        s.step({"tool": "list_invoices", "arguments": {}})
+        s.step({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 5}})
+        assert s.world.rows("ledger.invoices")[0]["updated_at"] == "2026-01-10T12:00:01Z"
+        assert s.world.now() == "2026-01-10T12:00:02Z"
+        s.reset()
+        assert s.world.now() == "2026-01-10T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": 20, "vendor_id": 1, "amount": "lots"}, "expected number, got 'lots'"),
+        ({"id": 20, "vendor_id": 1, "amount": 1, "due": "01/02/2026"}, "expected date"),
+        ({"id": 20, "vendor_id": 1, "amount": 1, "colour": "red"}, "unknown columns ['colour']"),
+        ({"id": 10, "vendor_id": 1, "amount": 1}, "UNIQUE constraint failed"),
+    ],
+)
+def test_bad_world_rows_name_the_field(row, message) -> None:
+    tables = dict(LEDGER_ROWS)
+    tables["ledger.invoices"] = LEDGER_ROWS["ledger.invoices"] + [row]
+    with pytest.raises(SpecError) as info:
+        Runtime(ledger_env(world={"tables": tables}))
+    assert message in str(info.value)
+    assert "ledger.invoices" in str(info.value)
+
+
+def test_write_and_read(ledger: Runtime) -> None:
+    with ledger.session() as s:
+        s.reset()
+        r = s.step({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 40}})
+        assert r.ok and r.status == 200
+        assert r.output["updated"] == 1 and r.output["items"][0]["paid"] == 40
+        r = s.step({"tool": "list_invoices", "arguments": {"status": "approved", "limit": 1}})
+        assert [i["id"] for i in r.output["items"]] == [10] and r.output["total"] == 2
+        r = s.step({"tool": "list_invoices", "arguments": {"status": "approved", "offset": 1}})
+        assert [i["id"] for i in r.output["items"]] == [12]
+        r = s.step({"tool": "create_invoice", "arguments": {"vendor_id": 3, "amount": 9.5}})
+        assert r.output["created"]["id"] == 14 and r.output["created"]["status"] == "draft"
+
+
+@pytest.mark.parametrize(
+    ("call", "kind", "fragment"),
+    [
+        ({"tool": "nope"}, ErrorKind.UNKNOWN_TOOL, "unknown tool 'nope'"),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": 10}}, ErrorKind.MISSING_FIELD, "'amount'"),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": "ten", "amount": 1}}, ErrorKind.MALFORMED_ARGUMENTS, "'invoice_id' must be integer"),
+        ({"tool": "pay_invoice", "arguments": "{not json"}, ErrorKind.MALFORMED_ARGUMENTS, "not valid JSON"),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 1, "x": 1}}, ErrorKind.MALFORMED_ARGUMENTS, "unknown argument 'x'"),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": 99, "amount": 1}}, ErrorKind.NOT_FOUND, "No invoice 99."),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": 11, "amount": 1}}, ErrorKind.INVALID_TRANSITION, "Invoice 11 is not approved."),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": 12, "amount": 1}}, ErrorKind.PERMISSION_DENIED, "vendor of invoice 12 is blocked"),
+        ({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 500}}, ErrorKind.CONSTRAINT_VIOLATION, "paid exceeds the amount"),
+        ({"tool": "create_invoice", "arguments": {"vendor_id": 77, "amount": 1}}, ErrorKind.CONSTRAINT_VIOLATION, "ledger.invoices.vendor_id must name an existing ledger.vendors.id"),
+        (["not", "a", "call"], ErrorKind.MALFORMED_ARGUMENTS, "a tool call is an object"),
+    ],
+)
+def test_structured_errors_leave_the_world_unchanged(ledger: Runtime, call, kind, fragment) -> None:
+    with ledger.session() as s:
+        s.reset()
+        r = s.step(call)
+        assert not r.ok and r.error is kind and fragment in r.message
+        assert r.status == kind.status and 400 <= r.status < 500
+        assert json.loads(r.content())["error"]["kind"] == kind.value
+        assert s.world.content_hash() == ledger.w0_hash
+
+
+def test_openai_call_format(ledger: Runtime) -> None:
+    with ledger.session() as s:
+        s.reset()
+        r = s.step({"id": "call_1", "type": "function", "function": {"name": "pay_invoice", "arguments": '{"invoice_id": 10, "amount": 1}'}})
+        assert r.ok
+
+
+def test_reset_returns_request_and_openai_tools(ledger: Runtime) -> None:
+    with ledger.session() as s:
+        obs = s.reset()
+    assert obs.request == "Pay invoice 10 in full."
+    assert [t["function"]["name"] for t in obs.tools] == ["list_invoices", "pay_invoice", "create_invoice"]
+    assert obs.tools[1]["type"] == "function" and obs.tools[1]["function"]["parameters"]["required"] == ["invoice_id", "amount"]
+
+
+def test_verify_scores(ledger: Runtime) -> None:
+    with ledger.session() as s:
+        s.reset()
+        before = s.verify()
+        assert (before.passed, before.score) == (False, 0.5)
+        s.step({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 100}})
+        after = s.verify()
+        assert (after.passed, after.score) == (True, 1.0)
+        assert [(a.polarity, a.holds, a.count) for a in after.assertions] == [("+", True, 1), ("-", True, 4)]
+
+
+def test_sessions_share_nothing(ledger: Runtime) -> None:
+    """Eight sessions in threads, each paying a different amount, each sees only its own writes."""
+    results: dict[int, float] = {}
+
+    def run(k: int) -> None:
+        with ledger.session() as s:
+            s.reset()
+            for _ in range(20):
+                s.step({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": k / 100}})
+            results[k] = s.world.rows("ledger.invoices")[0]["paid"]
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {k: pytest.approx(20 * k / 100) for k in range(1, 9)}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["pay_invoice", "create_invoice", "list_invoices", "bogus", ""]),
+    st.one_of(st.dictionaries(st.sampled_from(["invoice_id", "amount", "vendor_id", "memo", "status", "limit", "x"]), json_values, max_size=4),
+              json_values, st.text(max_size=20)),
+)
+def test_fuzzed_calls_never_raise_and_never_corrupt(tool, arguments) -> None:
+    runtime = _FUZZ_RUNTIME
+    with runtime.session() as s:
+        s.reset()
+        r = s.step({"tool": tool, "arguments": arguments})
+        assert r.ok or r.error is not None
+        assert r.error is not ErrorKind.INTERNAL, r.message
+        json.loads(r.content())
+        if not r.ok:
+            assert s.world.content_hash() == runtime.w0_hash
+
+
+_FUZZ_RUNTIME = Runtime(ledger_env())
