@@ -65,7 +65,7 @@ def list_files(ctx: ToolContext, args: dict[str, Any]) -> Any:
     rows = ctx.world.conn.execute(
         'SELECT path, length(content) FROM "files" WHERE substr(path, 1, length(?)) = ? ORDER BY path', (prefix, prefix)
     ).fetchall()
-    return {"items": [{"path": p, "size": n} for p, n in rows], "total": len(rows)}
+    return {"items": [{"path": p, "size": n} for p, n in rows], "next_offset": None}
 
 
 def delete_file(ctx: ToolContext, args: dict[str, Any]) -> Any:
@@ -96,7 +96,7 @@ def search_files(ctx: ToolContext, args: dict[str, Any]) -> Any:
     for path, content in rows:
         lines = [f"{i}: {line}" for i, line in enumerate(content.splitlines(), 1) if query.lower() in line.lower()]
         hits.append({"path": path, "lines": lines[:20]})
-    return {"items": hits, "total": len(hits)}
+    return {"items": hits, "next_offset": None}
 
 
 def builtin_handlers() -> Mapping[str, Handler]:

@@ -23,18 +23,29 @@ class Column(_Spec):
     type: ColumnType
     description: str = ""
     required: bool = False
-    default: ExprField | None = None  # evaluated on insert when the column is not given: "$now", "'open'", 0
+    default: ExprField | None = None  # on insert, when the column is not given or its value is null: "$now", "'open'", 0
     enum: tuple[str, ...] | None = None
     unique: bool = False
     ref: str | None = None  # "entity.column" of the same app: the value must exist there
 
 
 class Constraint(_Spec):
-    """Every row of the entity satisfies all clauses; checked on the rows each write touches."""
+    """A rule on every row a write touches: it satisfies all of ``where``, and does not match all of ``forbid``.
+
+    ``forbid`` says implications: "an escalated ticket names its team" is
+    ``forbid: ["status = 'escalated'", "escalated_to is null"]``.
+    """
 
     name: str
-    where: tuple[ClauseField, ...]
+    where: tuple[ClauseField, ...] = ()
+    forbid: tuple[ClauseField, ...] = ()
     message: str
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Constraint":
+        if not self.where and not self.forbid:
+            raise SpecError(f"constraint {self.name!r} needs 'where' (must hold) or 'forbid' (must not match)")
+        return self
 
 
 class Entity(_Spec):

@@ -86,11 +86,19 @@ def bind(params: Sequence[Param], ns: Bindings) -> list[Any]:
 class Compiler:
     """Compiles clauses at one site, for one app (bare entity names) and one tool's parameters."""
 
-    def __init__(self, schema: Schema, site: Site, *, app: str | None = None, params: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, schema: Schema, site: Site, *, app: str | None = None, params: Iterable[str] | None = None,
+        required: Iterable[str] = (), root: str = "t0",
+    ) -> None:
         self.schema = schema
         self.site = site
         self.app = app
         self.params = None if params is None else frozenset(params)
+        self.required = frozenset(required)
+        self.root = root  # the outermost row's alias; RETURNING clauses must use the table's own name
+
+    def alias(self, depth: int) -> str:
+        return self.root if depth == 0 else f"t{depth}"
 
     def entity(self, name: str) -> EntityInfo:
         return self.schema.resolve(name, self.app)
@@ -108,8 +116,9 @@ class Compiler:
         parts = []
         for clause in clauses:
             frag = self.clause(clause, (info,))
-            if optional_args and frag.args:
-                # A read filter naming an absent optional argument filters nothing.
+            if optional_args and frag.args - self.required:
+                # A read filter naming an absent optional argument filters nothing. Clauses on
+                # required arguments stay plain so SQLite can use an index for them.
                 frag = Fragment("(? OR ", (Param("flag", tuple(sorted(frag.args))),)) + frag + Fragment(")")
             parts.append(frag)
         out = parts[0]
@@ -128,7 +137,7 @@ class Compiler:
     def _clause(self, clause: Clause, scopes: tuple[EntityInfo, ...]) -> Fragment:
         info = scopes[-1]
         col = info.column(clause.column)
-        lhs = f't{len(scopes) - 1}."{clause.column}"'
+        lhs = f'{self.alias(len(scopes) - 1)}."{clause.column}"'
         op = clause.op
         if op == "is null":
             return Fragment(f"{lhs} IS NULL")
@@ -136,6 +145,10 @@ class Compiler:
             return Fragment(f"{lhs} IS NOT NULL")
         value = clause.value
         if op in ("in", "not in"):
+            if isinstance(value, SubQuery) and value.func == "all":
+                # x in all(E.c where ..) as a correlated EXISTS: an index lookup, not a scan into a list.
+                found = self.exists(value, scopes, lhs)
+                return found if op == "in" else Fragment(f"({lhs} IS NULL OR NOT ") + found + Fragment(")")
             rhs = self.collection(value, scopes)
             if op == "in":
                 return Fragment(f"{lhs} IN ") + rhs
@@ -168,6 +181,16 @@ class Compiler:
             )
         raise SpecError(f"unknown operator {op!r}")
 
+    def exists(self, sub: SubQuery, scopes: tuple[EntityInfo, ...], lhs: str) -> Fragment:
+        info = self.entity(sub.entity)
+        assert sub.column is not None
+        info.column(sub.column)
+        alias = f"t{len(scopes)}"
+        frag = Fragment(f'EXISTS (SELECT 1 FROM "{info.table}" AS {alias} WHERE {alias}."{sub.column}" = {lhs}')
+        for clause in sub.where:
+            frag = frag + Fragment(" AND ") + self.clause(clause, scopes + (info,))
+        return frag + Fragment(")")
+
     def collection(self, value: Expr | None, scopes: tuple[EntityInfo, ...]) -> Fragment:
         if isinstance(value, Lit) and isinstance(value.value, tuple):
             if not value.value:
@@ -198,7 +221,7 @@ class Compiler:
                 return Fragment("?", (Param("now"),))
             if node.namespace == "was":
                 scopes[0].column(node.name)  # the row being updated, before the update
-                return Fragment(f't0."{node.name}"')
+                return Fragment(f'{self.root}."{node.name}"')
             if node.namespace == "arg" and self.params is not None and node.name not in self.params:
                 raise SpecError(f"$arg.{node.name} is not a parameter of this tool (parameters: {', '.join(sorted(self.params)) or 'none'})")
             args = frozenset({node.name}) if node.namespace == "arg" else frozenset()
@@ -208,9 +231,9 @@ class Compiler:
                 if depth == 0:
                     raise SpecError(f"^{node.name} refers to an enclosing row, but this clause is not inside a sub-query")
                 scopes[depth - 1].column(node.name)
-                return Fragment(f't{depth - 1}."{node.name}"')
+                return Fragment(f'{self.alias(depth - 1)}."{node.name}"')
             scopes[depth].column(node.name)
-            return Fragment(f't{depth}."{node.name}"')
+            return Fragment(f'{self.alias(depth)}."{node.name}"')
         if isinstance(node, Duration):
             raise SpecError(f"a duration ({node.text}) is only added to or subtracted from a date or time")
         if isinstance(node, Neg):

@@ -64,38 +64,39 @@ class Guards:
 
 
 @dataclass(frozen=True)
-class ConstraintCheck:
-    """Constraints of one entity, evaluated only on the rows a write touched."""
+class RowShape:
+    """How a stored row becomes JSON: names, and the few columns that need converting."""
 
-    sql: str  # SELECT <violations per constraint> FROM table WHERE rowid IN (?)
-    params: tuple[Param, ...]
-    messages: tuple[str, ...]
+    names: tuple[str, ...]
+    convert: tuple[tuple[int, Column], ...]  # (index, column) of boolean and json columns
 
-    def run(self, world: World, ns: Bindings, rowids: Sequence[int]) -> None:
-        import json
+    @classmethod
+    def of(cls, columns: Sequence[tuple[str, Column]]) -> "RowShape":
+        return cls(tuple(n for n, _ in columns), tuple((i, c) for i, (_, c) in enumerate(columns) if c.type in ("boolean", "json")))
 
-        values = bind(self.params, ns)
-        values.append(json.dumps(list(rowids)))
-        violations = world.conn.execute(self.sql, values).fetchone()
-        for message, count in zip(self.messages, violations):
-            if count:
-                raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, message)
+    def row(self, values: Sequence[Any]) -> dict[str, Any]:
+        out = dict(zip(self.names, values))
+        for i, col in self.convert:
+            name = self.names[i]
+            out[name] = from_sql(out[name], col)
+        return out
 
 
 @dataclass(frozen=True)
 class CompiledEffect:
     effect: Effect
     info: EntityInfo
-    sql: str
+    sql: str  # ... RETURNING rowid, <every column>, <one 0/1 flag per constraint>
     params: tuple[Param, ...]
-    constraints: ConstraintCheck | None
+    shape: RowShape
+    messages: tuple[str, ...]  # the constraint each trailing flag checks
 
 
 @dataclass(frozen=True)
 class CompiledRead:
     sql: str
     params: tuple[Param, ...]
-    columns: tuple[tuple[str, Column], ...]
+    shape: RowShape
 
 
 @dataclass(frozen=True)
@@ -134,30 +135,32 @@ class CompiledTool:
             row = world.conn.execute(read.sql, values).fetchone()
             if row is None:
                 raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {self.info.name.split('.')[-1]} matches {_describe_args(ns.args)}")
-            return _row(row, read.columns)
+            return read.shape.row(row)
+        # One row more than the page tells whether there is a next page, without counting them all.
+        limit, offset = values[-2], values[-1]
+        values[-2] = limit + 1
         rows = world.conn.execute(read.sql, values).fetchall()
-        total = rows[0][-1] if rows else 0
-        return {"items": [_row(r, read.columns) for r in rows], "total": total}
+        more = len(rows) > limit
+        return {"items": [read.shape.row(r) for r in rows[:limit]], "next_offset": offset + limit if more else None}
 
     def _apply(self, world: World, ns: Bindings, ce: CompiledEffect) -> Any:
         rows = world.conn.execute(ce.sql, bind(ce.params, ns)).fetchall()
         kind = ce.effect.kind
-        name = ce.info.name.split(".")[-1]
         if kind in ("update", "delete") and not rows:
+            name = ce.info.name.split(".")[-1]
             raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {name} matches {_describe_args(ns.args)}")
-        if ce.constraints is not None and kind != "delete":
-            ce.constraints.run(world, ns, [r[0] for r in rows])
-        columns = tuple(ce.info.columns.items())
-        shaped = [_project(_row(r[1:], columns), self.tool.returns.fields) for r in rows]
+        if ce.messages:
+            width = len(ce.shape.names) + 1
+            for row in rows:
+                for message, ok in zip(ce.messages, row[width:]):
+                    if not ok:
+                        raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, message)
+        shaped = [_project(ce.shape.row(r[1:]), self.tool.returns.fields) for r in rows]
         if kind == "delete":
             return {"deleted": len(rows)}
         if kind == "update":
             return {"updated": len(rows), "items": shaped}
         return {{"insert": "created", "send": "sent", "link": "linked"}[kind]: shaped[0]}
-
-
-def _row(values: Sequence[Any], columns: Sequence[tuple[str, Column]]) -> dict[str, Any]:
-    return {name: from_sql(v, col) for (name, col), v in zip(columns, values)}
 
 
 def _project(row: dict[str, Any], fields: Sequence[str] | None) -> dict[str, Any]:
@@ -191,13 +194,18 @@ def compile_guards(schema: Schema, guards: Sequence[Guard], site: Site, app: str
     return Guards(out.sql, out.params, tuple(GuardCheck(g.count, g.error, g.message) for g in guards))
 
 
-def compile_constraints(schema: Schema, info: EntityInfo) -> ConstraintCheck | None:
-    """Column rules (type, required, enum, ref) and the entity's own constraints, as one query."""
-    comp = Compiler(schema, Site.CONSTRAINT, app=info.app)
+def compile_constraints(schema: Schema, info: EntityInfo) -> list[tuple[Fragment, str]]:
+    """Column rules (type, required, enum, ref) and the entity's own constraints, as 0/1 flags.
+
+    They are evaluated in the write's own RETURNING clause, on exactly the rows it touched;
+    an undecidable (NULL) check counts as satisfied: ``required`` is what forbids nulls.
+    """
+    root = f'"{info.table}"'
+    comp = Compiler(schema, Site.CONSTRAINT, app=info.app, root=root)
     checks: list[tuple[Fragment, str]] = []
     short = info.name
     for name, col in info.columns.items():
-        c = f't0."{name}"'
+        c = f'{root}."{name}"'
         if col.type in _TYPE_SQL:
             checks.append((Fragment(_TYPE_SQL[col.type].format(c=c)), f"{short}.{name} must be {_TYPE_WORDS.get(col.type, col.type)}"))
         if col.required:
@@ -209,29 +217,39 @@ def compile_constraints(schema: Schema, info: EntityInfo) -> ConstraintCheck | N
             target, _, column = col.ref.rpartition(".")
             try:
                 clause = Clause(name, "in", SubQuery("all", target, column, ()))
-                checks.append((comp.clause(clause, (info,)), f"{short}.{name} must name an existing {schema.resolve(target, info.app).name}.{column}"))
+                message = f"{short}.{name} must name an existing {schema.resolve(target, info.app).name}.{column}"
+                # Null is allowed here (``required`` forbids it); EXISTS alone would reject it.
+                checks.append((Fragment(f"({c} IS NULL OR ") + comp.clause(clause, (info,)) + Fragment(")"), message))
             except SpecError as exc:
                 raise SpecError(f"entity {short}: column {name}: ref {col.ref!r}: {exc}") from None
     for constraint in info.spec.constraints:
         try:
-            frag = comp.where(info, constraint.where)
+            if constraint.where:
+                checks.append((comp.where(info, constraint.where), constraint.message))
+            if constraint.forbid:
+                # Violated only when every clause decidably matches.
+                forbid = Fragment("NOT COALESCE((") + comp.where(info, constraint.forbid) + Fragment("), 0)")
+                checks.append((forbid, constraint.message))
         except SpecError as exc:
             raise SpecError(f"entity {short}: constraint {constraint.name!r}: {exc}") from None
-        checks.append((frag, constraint.message))
-    if not checks:
-        return None
-    select = Fragment("SELECT ")
-    for i, (frag, _) in enumerate(checks):
-        select = select + Fragment(", " if i else "") + Fragment("TOTAL(CASE WHEN COALESCE((") + frag + Fragment("), 1) THEN 0 ELSE 1 END)")
-    select = select + Fragment(f' FROM "{info.table}" AS t0 WHERE t0.rowid IN (SELECT value FROM json_each(?))')
-    return ConstraintCheck(select.sql, select.params, tuple(m for _, m in checks))
+    return [(Fragment("COALESCE((") + frag + Fragment("), 1)"), message) for frag, message in checks]
+
+
+def _returning(info: EntityInfo, checks: Sequence[tuple[Fragment, str]]) -> Fragment:
+    frag = Fragment(" RETURNING rowid, " + ", ".join(f'"{c}"' for c in info.columns))
+    for check, _ in checks:
+        frag = frag + Fragment(", ") + check
+    return frag
 
 
 def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params: Sequence[str], label: str) -> CompiledEffect:
     comp = Compiler(schema, Site.EFFECT, app=app.name, params=params)
     info = comp.entity(effect.entity)
     table = f'"{info.table}"'
-    returning = " RETURNING rowid, " + ", ".join(f'"{c}"' for c in info.columns)
+    shape = RowShape.of(tuple(info.columns.items()))
+    checks = compile_constraints(schema, info) if effect.kind != "delete" else []
+    returning = _returning(info, checks)
+    messages = tuple(m for _, m in checks)
     if effect.kind in ("insert", "link", "send"):
         values = dict(effect.values)
         for name, col in info.columns.items():
@@ -243,10 +261,16 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
                 if not any(isinstance(n, SubQuery) for n in walk(expr)):
                     raise SpecError(f"{label}: insert value for {name!r} refers to a column, but a new row has none yet")
         if not values:
-            return CompiledEffect(effect, info, f"INSERT INTO {table} DEFAULT VALUES{returning}", (), compile_constraints(schema, info))
+            frag = Fragment(f"INSERT INTO {table} DEFAULT VALUES") + returning
+            return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
         frag = Fragment(f"INSERT INTO {table} ({', '.join(f'{chr(34)}{n}{chr(34)}' for n in values)}) SELECT ")
-        for i, expr in enumerate(values.values()):
-            frag = frag + Fragment(", " if i else "") + comp.expr(expr, (info,))
+        for i, (name, expr) in enumerate(values.items()):
+            value = comp.expr(expr, (info,))
+            default = info.columns[name].default
+            if default is not None and expr is not default:
+                # An absent optional argument leaves the column to its default, not to null.
+                value = Fragment("COALESCE(") + value + Fragment(", ") + comp.expr(default, (info,)) + Fragment(")")
+            frag = frag + Fragment(", " if i else "") + value
         if effect.kind == "link":
             # A link that already exists is refused, not doubled.
             frag = frag + Fragment(f" WHERE NOT EXISTS (SELECT 1 FROM {table} AS t0 WHERE ")
@@ -254,31 +278,31 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
             for i, c in enumerate(conds):
                 frag = frag + Fragment(" AND " if i else "") + c
             frag = frag + Fragment(")")
-        frag = frag + Fragment(returning)
-        return CompiledEffect(effect, info, frag.sql, frag.params, compile_constraints(schema, info))
+        frag = frag + returning
+        return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
     where = comp.where(info, effect.where)
     if effect.kind == "delete":
-        frag = Fragment(f"DELETE FROM {table} AS t0 WHERE ") + where + Fragment(returning)
-        return CompiledEffect(effect, info, frag.sql, frag.params, None)
+        frag = Fragment(f"DELETE FROM {table} AS t0 WHERE ") + where + returning
+        return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
     if not effect.values:
         raise SpecError(f"{label}: an update sets at least one column")
     frag = Fragment(f"UPDATE {table} AS t0 SET ")
     for i, (name, expr) in enumerate(effect.values.items()):
         info.column(name)
         frag = frag + Fragment(f'{", " if i else ""}"{name}" = (') + comp.expr(expr, (info,)) + Fragment(")")
-    frag = frag + Fragment(" WHERE ") + where + Fragment(returning)
-    return CompiledEffect(effect, info, frag.sql, frag.params, compile_constraints(schema, info))
+    frag = frag + Fragment(" WHERE ") + where + returning
+    return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
 
 
 def _compile_read(schema: Schema, app: App, tool: Tool, params: Sequence[str]) -> tuple[EntityInfo, CompiledRead]:
-    comp = Compiler(schema, Site.READ_FILTER, app=app.name, params=params)
+    comp = Compiler(schema, Site.READ_FILTER, app=app.name, params=params, required=tool.parameters.get("required", ()))
     info = comp.entity(tool.entity or "")
     fields = tool.returns.fields or tuple(info.columns)
     for name in fields:
         info.column(name)
     columns = tuple((name, info.columns[name]) for name in fields)
     select = ", ".join(f't0."{n}"' for n in fields)
-    frag = Fragment(f"SELECT {select}" + (", COUNT(*) OVER ()" if tool.family != "read" else "") + f' FROM "{info.table}" AS t0 WHERE ')
+    frag = Fragment(f'SELECT {select} FROM "{info.table}" AS t0 WHERE ')
     frag = frag + comp.where(info, tool.where, optional_args=True)
     if tool.search:
         tests = []
@@ -296,7 +320,7 @@ def _compile_read(schema: Schema, app: App, tool: Tool, params: Sequence[str]) -
             raise SpecError(f"order_by {order!r}: the direction is asc or desc")
         frag = frag + Fragment(f' ORDER BY t0."{column}" {direction.strip().upper() or "ASC"}, t0.rowid LIMIT ? OFFSET ?')
         frag = frag + Fragment("", (Param("limit", tool.returns.limit), Param("offset")))
-    return info, CompiledRead(frag.sql, frag.params, columns)
+    return info, CompiledRead(frag.sql, frag.params, RowShape.of(columns))
 
 
 def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Handler]) -> CompiledTool:

@@ -101,8 +101,6 @@ def _explain_all(conn: sqlite3.Connection, runtime: Runtime) -> None:
             sqls.append((tool.read.sql, len(tool.read.params)))
         for effect in tool.effects:
             sqls.append((effect.sql, len(effect.params)))
-            if effect.constraints is not None:
-                sqls.append((effect.constraints.sql, len(effect.constraints.params) + 1))
         for sql, n in sqls:
             try:
                 conn.execute("EXPLAIN " + sql, [None] * n)

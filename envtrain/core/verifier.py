@@ -45,6 +45,7 @@ class CompiledVerifier:
     sql: str
     params: tuple[Param, ...]
     assertions: tuple[tuple[str, Assertion], ...]  # (polarity, assertion), in V+ then V- order
+    texts: tuple[tuple[str, str], ...] = ()  # (name, condition text), rendered once
 
     @classmethod
     def build(cls, schema: Schema, verifier: Any) -> "CompiledVerifier":
@@ -58,7 +59,8 @@ class CompiledVerifier:
                 index = (verifier.positive if polarity == "+" else verifier.negative).index(assertion)
                 raise SpecError(f"verifier.{group}.{index} ({assertion.name or assertion.entity}): {exc}") from None
         out = batch(frags)
-        return cls(out.sql, out.params, tuple(pairs))
+        texts = tuple((a.name or a.describe(), a.describe()) for _, a in pairs)
+        return cls(out.sql, out.params, tuple(pairs), texts)
 
     def counts(self, world: World) -> tuple[int, ...]:
         ns = Bindings({}, {}, {}, world.now())
@@ -66,6 +68,6 @@ class CompiledVerifier:
 
     def run(self, world: World) -> VerifyResult:
         results = []
-        for (polarity, a), count in zip(self.assertions, self.counts(world)):
-            results.append(AssertionResult(a.name or a.describe(), polarity, a.count.holds(count), count, a.describe()))
+        for (polarity, a), (name, text), count in zip(self.assertions, self.texts, self.counts(world)):
+            results.append(AssertionResult(name, polarity, a.count.holds(count), count, text))
         return VerifyResult(tuple(results))

@@ -76,6 +76,7 @@ class World:
         self.base_time = base_time
         self._base = parse_time(base_time)
         self.action_index = action_index
+        self._now: tuple[int, str] = (-1, "")
 
     # -- building and snapshots ---------------------------------------------------------------
 
@@ -141,12 +142,15 @@ class World:
         if meta.get("base_time") != self.base_time:
             self.base_time = meta["base_time"]
             self._base = parse_time(self.base_time)
+            self._now = (-1, "")
         self.action_index = int(meta["action_index"])
 
     # -- time ---------------------------------------------------------------------------------
 
     def now(self) -> str:
-        return (self._base + timedelta(seconds=self.action_index)).strftime(ISO_SECONDS)
+        if self._now[0] != self.action_index:  # formatting a time costs more than a step's SQL
+            self._now = (self.action_index, (self._base + timedelta(seconds=self.action_index)).strftime(ISO_SECONDS))
+        return self._now[1]
 
     def tick(self) -> None:
         self.action_index += 1

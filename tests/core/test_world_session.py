@@ -71,9 +71,11 @@ def test_write_and_read(ledger: Runtime) -> None:
         assert r.ok and r.status == 200
         assert r.output["updated"] == 1 and r.output["items"][0]["paid"] == 40
         r = s.step({"tool": "list_invoices", "arguments": {"status": "approved", "limit": 1}})
-        assert [i["id"] for i in r.output["items"]] == [10] and r.output["total"] == 2
+        assert [i["id"] for i in r.output["items"]] == [10] and r.output["next_offset"] == 1
         r = s.step({"tool": "list_invoices", "arguments": {"status": "approved", "offset": 1}})
-        assert [i["id"] for i in r.output["items"]] == [12]
+        assert [i["id"] for i in r.output["items"]] == [12] and r.output["next_offset"] is None
+        r = s.step({"tool": "list_invoices", "arguments": {}})
+        assert [i["id"] for i in r.output["items"]] == [10, 11, 12, 13]
         r = s.step({"tool": "create_invoice", "arguments": {"vendor_id": 3, "amount": 9.5}})
         assert r.output["created"]["id"] == 14 and r.output["created"]["status"] == "draft"
 
@@ -102,6 +104,24 @@ def test_structured_errors_leave_the_world_unchanged(ledger: Runtime, call, kind
         assert r.status == kind.status and 400 <= r.status < 500
         assert json.loads(r.content())["error"]["kind"] == kind.value
         assert s.world.content_hash() == ledger.w0_hash
+
+
+def test_optional_reference_may_be_null() -> None:
+    """A ref column that is not required accepts null, and still refuses a dangling value."""
+    from envtrain.core import Environment
+
+    env = Environment.parse({
+        "apps": ["helpdesk"], "request": "r", "persona": {"email": "a@x.test"},
+        "world": {"tables": {"helpdesk.agents": [{"email": "a@x.test", "name": "A", "team": "tier1"}]}},
+        "verifier": {"positive": [{"entity": "helpdesk.tickets"}]},
+        "reference_solution": [{"tool": "create_ticket", "arguments": {"subject": "s", "customer": "c@x.test"}}],
+    })
+    with Runtime(env).session() as s:
+        s.reset()
+        created = s.step({"tool": "create_ticket", "arguments": {"subject": "s", "customer": "c@x.test"}})
+        assert created.ok and created.output["created"]["assignee"] is None
+        dangling = s.step({"tool": "assign_ticket", "arguments": {"ticket_id": 1, "assignee": "ghost@x.test"}})
+        assert dangling.error is ErrorKind.NOT_FOUND and "No active agent ghost@x.test." == dangling.message
 
 
 def test_openai_call_format(ledger: Runtime) -> None:
