@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from envtrain.core.condition import Condition, Site
 from envtrain.core.errors import SpecError
@@ -43,24 +43,30 @@ class Fragment:
 
 @dataclass(frozen=True)
 class Bindings:
-    """The namespaces visible to a statement at run time."""
+    """The namespaces visible to a statement at run time. ``clock`` gives $now, formatted only when read."""
 
     args: Mapping[str, Any]
     actor: Mapping[str, Any]
     session: Mapping[str, Any]
-    now: str
+    clock: Callable[[], str]
+
+    @property
+    def now(self) -> str:
+        return self.clock()
 
 
 def bind(params: Sequence[Param], ns: Bindings) -> list[Any]:
     values = []
+    append = values.append
     for p in params:
         kind = p.kind
-        if kind == "lit":
-            value = p.key
-        elif kind == "arg":
+        if kind == "lit":  # already in stored form: compile converts booleans
+            append(p.key)
+            continue
+        if kind == "arg":
             value = ns.args.get(p.key)
         elif kind == "now":
-            value = ns.now
+            value = ns.clock()
         elif kind == "flag":  # 1 turns the clause off: every name it reads is absent
             value = int(any(ns.args.get(name) is None for name in p.key))
         elif kind == "actor":
@@ -79,7 +85,7 @@ def bind(params: Sequence[Param], ns: Bindings) -> list[Any]:
             value = json.dumps(value, sort_keys=True)
         elif isinstance(value, bool):
             value = int(value)
-        values.append(value)
+        append(value)
     return values
 
 

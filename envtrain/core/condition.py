@@ -6,6 +6,7 @@ assertions. Clauses are stored as parsed trees and serialised as their canonical
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -43,17 +44,16 @@ _VISIBLE = {
 }
 
 
+_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
 @dataclass(frozen=True)
 class Cardinality:
     op: str  # = != < <= > >=
     n: int
 
     def holds(self, count: int) -> bool:
-        n = self.n
-        return {
-            "=": count == n, "!=": count != n, "<": count < n,
-            "<=": count <= n, ">": count > n, ">=": count >= n,
-        }[self.op]
+        return _COMPARE[self.op](count, self.n)
 
     def __str__(self) -> str:
         return f"{self.op} {self.n}"

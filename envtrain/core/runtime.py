@@ -8,10 +8,12 @@ ToolError; the session rolls the savepoint back, so a refused call leaves the wo
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from envtrain.core.app import App, Column, Effect, Guard, Tool
+from envtrain.core.app import App, Column, Constraint, Effect, Guard, Tool
+from envtrain.core.args import compile_validator
 from envtrain.core.compile import Bindings, Compiler, Fragment, Param, batch, bind
 from envtrain.core.condition import Cardinality, Condition, Site
 from envtrain.core.errors import ErrorKind, SpecError, ToolError
@@ -20,17 +22,6 @@ from envtrain.core.schema import EntityInfo, Schema
 from envtrain.core.world import World, from_sql
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_TYPE_SQL = {  # what a stored value of each column type must look like
-    "integer": "typeof({c}) IN ('integer', 'null')",
-    "number": "typeof({c}) IN ('integer', 'real', 'null')",
-    "boolean": "({c} IS NULL OR {c} IN (0, 1))",
-    "date": "({c} IS NULL OR {c} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]')",
-    "datetime": "({c} IS NULL OR {c} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z')",
-    "text": "typeof({c}) IN ('text', 'null')",
-}
-_TYPE_WORDS = {"date": "a date (YYYY-MM-DD)", "datetime": "a time (YYYY-MM-DDTHH:MM:SSZ)", "boolean": "true or false"}
-
-
 @dataclass(frozen=True)
 class ToolContext:
     """What a Python handler gets: the live world, the call's namespaces and its tool."""
@@ -90,6 +81,7 @@ class CompiledEffect:
     params: tuple[Param, ...]
     shape: RowShape
     messages: tuple[str, ...]  # the constraint each trailing flag checks
+    refs: str = ""  # what a foreign-key failure of this statement means
 
 
 @dataclass(frozen=True)
@@ -109,6 +101,12 @@ class CompiledTool:
     effects: tuple[CompiledEffect, ...]
     postconditions: Guards | None
     handler: Handler | None
+    validate: Callable[[Any], None]  # the tool's argument schema, compiled
+
+    @property
+    def atomic(self) -> bool:
+        """One write statement and nothing after it: SQLite's statement rollback is enough."""
+        return self.handler is None and self.postconditions is None and len(self.effects) == 1 and not self.effects[0].messages
 
     def run(self, world: World, ns: Bindings) -> Any:
         if self.guards is not None:
@@ -144,7 +142,10 @@ class CompiledTool:
         return {"items": [read.shape.row(r) for r in rows[:limit]], "next_offset": offset + limit if more else None}
 
     def _apply(self, world: World, ns: Bindings, ce: CompiledEffect) -> Any:
-        rows = world.conn.execute(ce.sql, bind(ce.params, ns)).fetchall()
+        try:
+            rows = world.conn.execute(ce.sql, bind(ce.params, ns)).fetchall()
+        except sqlite3.IntegrityError as exc:  # SQLite undid the statement; say why in the spec's words
+            raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, world.schema.integrity_message(str(exc), ce.refs)) from None
         kind = ce.effect.kind
         if kind in ("update", "delete") and not rows:
             name = ce.info.name.split(".")[-1]
@@ -194,35 +195,19 @@ def compile_guards(schema: Schema, guards: Sequence[Guard], site: Site, app: str
     return Guards(out.sql, out.params, tuple(GuardCheck(g.count, g.error, g.message) for g in guards))
 
 
-def compile_constraints(schema: Schema, info: EntityInfo) -> list[tuple[Fragment, str]]:
-    """Column rules (type, required, enum, ref) and the entity's own constraints, as 0/1 flags.
+def compile_constraints(schema: Schema, info: EntityInfo, touched: frozenset[str] | None = None) -> list[tuple[Fragment, str]]:
+    """The entity's own constraints as 0/1 flags, evaluated in the write's RETURNING clause.
 
-    They are evaluated in the write's own RETURNING clause, on exactly the rows it touched;
-    an undecidable (NULL) check counts as satisfied: ``required`` is what forbids nulls.
+    Column rules (type, required, enum, ref) live in the table itself, where SQLite enforces
+    them atomically; these are the rules that need the condition form. An undecidable (NULL)
+    check counts as satisfied. ``touched`` (an update's columns) keeps only the rules those
+    columns can break.
     """
-    root = f'"{info.table}"'
-    comp = Compiler(schema, Site.CONSTRAINT, app=info.app, root=root)
+    comp = Compiler(schema, Site.CONSTRAINT, app=info.app, root=f'"{info.table}"')
     checks: list[tuple[Fragment, str]] = []
-    short = info.name
-    for name, col in info.columns.items():
-        c = f'{root}."{name}"'
-        if col.type in _TYPE_SQL:
-            checks.append((Fragment(_TYPE_SQL[col.type].format(c=c)), f"{short}.{name} must be {_TYPE_WORDS.get(col.type, col.type)}"))
-        if col.required:
-            checks.append((Fragment(f"{c} IS NOT NULL"), f"{short}.{name} is required"))
-        if col.enum:
-            clause = Clause(name, "in", Lit(tuple(col.enum)))
-            checks.append((comp.clause(clause, (info,)), f"{short}.{name} must be one of: {', '.join(col.enum)}"))
-        if col.ref:
-            target, _, column = col.ref.rpartition(".")
-            try:
-                clause = Clause(name, "in", SubQuery("all", target, column, ()))
-                message = f"{short}.{name} must name an existing {schema.resolve(target, info.app).name}.{column}"
-                # Null is allowed here (``required`` forbids it); EXISTS alone would reject it.
-                checks.append((Fragment(f"({c} IS NULL OR ") + comp.clause(clause, (info,)) + Fragment(")"), message))
-            except SpecError as exc:
-                raise SpecError(f"entity {short}: column {name}: ref {col.ref!r}: {exc}") from None
     for constraint in info.spec.constraints:
+        if touched is not None and not _may_break(constraint, touched):
+            continue
         try:
             if constraint.where:
                 checks.append((comp.where(info, constraint.where), constraint.message))
@@ -231,8 +216,19 @@ def compile_constraints(schema: Schema, info: EntityInfo) -> list[tuple[Fragment
                 forbid = Fragment("NOT COALESCE((") + comp.where(info, constraint.forbid) + Fragment("), 0)")
                 checks.append((forbid, constraint.message))
         except SpecError as exc:
-            raise SpecError(f"entity {short}: constraint {constraint.name!r}: {exc}") from None
+            raise SpecError(f"entity {info.name}: constraint {constraint.name!r}: {exc}") from None
     return [(Fragment("COALESCE((") + frag + Fragment("), 1)"), message) for frag, message in checks]
+
+
+def _may_break(constraint: Constraint, touched: frozenset[str]) -> bool:
+    """Whether changing ``touched`` columns can change the constraint's truth on a row."""
+    for clause in constraint.where + constraint.forbid:
+        if clause.column in touched:
+            return True
+        for node in walk(clause):
+            if isinstance(node, SubQuery) or (isinstance(node, Col) and node.name in touched):
+                return True
+    return False
 
 
 def _returning(info: EntityInfo, checks: Sequence[tuple[Fragment, str]]) -> Fragment:
@@ -247,9 +243,14 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
     info = comp.entity(effect.entity)
     table = f'"{info.table}"'
     shape = RowShape.of(tuple(info.columns.items()))
-    checks = compile_constraints(schema, info) if effect.kind != "delete" else []
+    touched = frozenset(effect.values) if effect.kind == "update" else None
+    checks = compile_constraints(schema, info, touched) if effect.kind != "delete" else []
     returning = _returning(info, checks)
     messages = tuple(m for _, m in checks)
+    written = set(info.columns) if touched is None else touched
+    refs = " or ".join(info.ref_message(schema, c) for c in info.columns if c in written and info.columns[c].ref)
+    if effect.kind == "delete":
+        refs = f"other records refer to this {info.name}; remove or reassign them first"
     if effect.kind in ("insert", "link", "send"):
         values = dict(effect.values)
         for name, col in info.columns.items():
@@ -262,7 +263,7 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
                     raise SpecError(f"{label}: insert value for {name!r} refers to a column, but a new row has none yet")
         if not values:
             frag = Fragment(f"INSERT INTO {table} DEFAULT VALUES") + returning
-            return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
+            return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
         frag = Fragment(f"INSERT INTO {table} ({', '.join(f'{chr(34)}{n}{chr(34)}' for n in values)}) SELECT ")
         for i, (name, expr) in enumerate(values.items()):
             value = comp.expr(expr, (info,))
@@ -279,11 +280,11 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
                 frag = frag + Fragment(" AND " if i else "") + c
             frag = frag + Fragment(")")
         frag = frag + returning
-        return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
+        return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
     where = comp.where(info, effect.where)
     if effect.kind == "delete":
         frag = Fragment(f"DELETE FROM {table} AS t0 WHERE ") + where + returning
-        return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
+        return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
     if not effect.values:
         raise SpecError(f"{label}: an update sets at least one column")
     frag = Fragment(f"UPDATE {table} AS t0 SET ")
@@ -291,7 +292,7 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
         info.column(name)
         frag = frag + Fragment(f'{", " if i else ""}"{name}" = (') + comp.expr(expr, (info,)) + Fragment(")")
     frag = frag + Fragment(" WHERE ") + where + returning
-    return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages)
+    return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
 
 
 def _compile_read(schema: Schema, app: App, tool: Tool, params: Sequence[str]) -> tuple[EntityInfo, CompiledRead]:
@@ -343,4 +344,4 @@ def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Ha
         if tool.handler not in handlers:
             raise SpecError(f"{label}: handler {tool.handler!r} is not registered (registered: {', '.join(sorted(handlers)) or 'none'})")
         handler = handlers[tool.handler]
-    return CompiledTool(tool, app.name, info, guards, read, effects, post, handler)
+    return CompiledTool(tool, app.name, info, guards, read, effects, post, handler, compile_validator(tool.parameters))

@@ -34,7 +34,7 @@ class ResetResult:
     docs: list[dict[str, str]]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepResult:
     tool: str
     ok: bool
@@ -147,10 +147,8 @@ class Session:
             if tool is None:
                 known = ", ".join(sorted(self.runtime.tools))
                 raise ToolError(ErrorKind.UNKNOWN_TOOL, f"unknown tool {name!r} (tools: {known})")
-            from envtrain.core.args import validate_arguments
-
-            validate_arguments(tool.tool.parameters, args)
-            ns = Bindings(args, self._actor, self._session, self.world.now())
+            tool.validate(args)
+            ns = Bindings(args, self._actor, self._session, self.world.now)
             output = self._run(tool, ns)
             return StepResult(name, True, output)
         except ToolError as exc:
@@ -162,7 +160,7 @@ class Session:
             self.world.tick()
 
     def _run(self, tool: CompiledTool, ns: Bindings) -> Any:
-        if not tool.tool.writes:
+        if not tool.tool.writes or tool.atomic:
             return tool.run(self.world, ns)
         conn = self.world.conn
         conn.execute("SAVEPOINT step")
@@ -171,8 +169,8 @@ class Session:
         except BaseException as exc:
             conn.execute("ROLLBACK TO step")
             conn.execute("RELEASE step")
-            if isinstance(exc, sqlite3.IntegrityError):
-                raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, f"refused: {exc}") from None
+            if isinstance(exc, sqlite3.IntegrityError):  # from a handler's own SQL
+                raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, self.world.schema.integrity_message(str(exc))) from None
             raise
         conn.execute("RELEASE step")
         return output

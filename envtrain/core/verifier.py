@@ -63,7 +63,7 @@ class CompiledVerifier:
         return cls(out.sql, out.params, tuple(pairs), texts)
 
     def counts(self, world: World) -> tuple[int, ...]:
-        ns = Bindings({}, {}, {}, world.now())
+        ns = Bindings({}, {}, {}, world.now)
         return tuple(world.conn.execute(self.sql, bind(self.params, ns)).fetchone()) if self.assertions else ()
 
     def run(self, world: World) -> VerifyResult:

@@ -62,9 +62,11 @@ def from_sql(value: Any, col: Column) -> Any:
     return value
 
 
-def _connect() -> sqlite3.Connection:
+def _connect(foreign_keys: bool = True) -> sqlite3.Connection:
     # Autocommit: the runtime opens its own savepoints. Sessions may be stepped from a worker thread.
-    return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
+    return conn
 
 
 class World:
@@ -89,7 +91,7 @@ class World:
         tables: Mapping[str, list[dict[str, Any]]],
         files: Mapping[str, str],
     ) -> "World":
-        conn = _connect()
+        conn = _connect(foreign_keys=False)  # rows arrive in any order; references are checked after
         for statement in schema.ddl():
             conn.execute(statement)
         world = cls(schema, conn, base_time)
@@ -103,6 +105,15 @@ class World:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        dangling = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if dangling:
+            table, rowid, parent, _ = dangling[0]
+            child, target = schema.by_table(table), schema.by_table(parent)
+            raise SpecError(
+                f"world.tables[{child.name if child else table!r}]: the row with rowid {rowid} refers to a"
+                f" {target.name if target else parent} that is not in the world ({len(dangling)} dangling reference(s))"
+            )
+        conn.execute("PRAGMA foreign_keys = ON")
         return world
 
     def _insert_rows(self, info: EntityInfo, rows: list[dict[str, Any]]) -> None:
@@ -121,7 +132,7 @@ class World:
         try:
             self.conn.executemany(sql, values)
         except sqlite3.IntegrityError as exc:
-            raise SpecError(f"world.tables[{info.name!r}]: {exc}") from None
+            raise SpecError(f"world.tables[{info.name!r}]: {self.schema.integrity_message(str(exc))}") from None
 
     def serialize(self) -> bytes:
         self.conn.execute('INSERT OR REPLACE INTO "__meta__" VALUES (?, ?), (?, ?)',

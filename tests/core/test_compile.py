@@ -21,7 +21,7 @@ def world() -> tuple[Runtime, World]:
 def count(world, where, entity="ledger.invoices", site=Site.VERIFIER, args=None, params=None) -> int:
     runtime, w = world
     frag = Compiler(runtime.schema, site, params=params).count(Condition(entity=entity, where=tuple(where)))
-    ns = Bindings(args or {}, {"email": "clerk@example.com", "role": "clerk"}, {"region": "EU"}, w.now())
+    ns = Bindings(args or {}, {"email": "clerk@example.com", "role": "clerk"}, {"region": "EU"}, w.now)
     return w.conn.execute(frag.sql, bind(frag.params, ns)).fetchone()[0]
 
 
@@ -87,7 +87,7 @@ def test_read_filter_drops_clauses_on_absent_arguments(world) -> None:
     where = comp.where(info, tuple(Condition(entity="x", where=("status = $arg.status",)).where), optional_args=True)
     sql = f'SELECT COUNT(*) FROM "{info.table}" AS t0 WHERE ' + where.sql
     for args, expected in (({}, 4), ({"status": "paid"}, 1)):
-        ns = Bindings(args, {}, {}, w.now())
+        ns = Bindings(args, {}, {}, w.now)
         assert w.conn.execute(sql, bind(where.params, ns)).fetchone()[0] == expected
 
 

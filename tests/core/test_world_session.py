@@ -52,7 +52,10 @@ def test_clock_is_base_time_plus_action_index(ledger: Runtime) -> None:
         ({"id": 20, "vendor_id": 1, "amount": "lots"}, "expected number, got 'lots'"),
         ({"id": 20, "vendor_id": 1, "amount": 1, "due": "01/02/2026"}, "expected date"),
         ({"id": 20, "vendor_id": 1, "amount": 1, "colour": "red"}, "unknown columns ['colour']"),
-        ({"id": 10, "vendor_id": 1, "amount": 1}, "UNIQUE constraint failed"),
+        ({"id": 10, "vendor_id": 1, "amount": 1}, "ledger.invoices.id must be unique"),
+        ({"id": 20, "vendor_id": 1, "amount": 1, "status": "lost"}, "ledger.invoices.status must be one of: draft, approved, paid"),
+        ({"id": 20, "vendor_id": 1}, "ledger.invoices.amount is required"),
+        ({"id": 20, "vendor_id": 9, "amount": 1}, "refers to a ledger.vendors that is not in the world"),
     ],
 )
 def test_bad_world_rows_name_the_field(row, message) -> None:
