@@ -188,16 +188,19 @@ def _falsify_negatives(check: _Check, negatives: list[int]) -> None:
     holds = check.holds()
     open_ -= {i for i in open_ if not holds[i]}
     rng = random.Random(check.seed)
+    current = None
     for world_bytes, call in _candidate_calls(check, [labelled[i][1] for i in open_], start_worlds, rng):
         if not open_ or check.searched >= check.search_budget:
             break
-        session.world.restore(world_bytes)
+        if world_bytes is not current:
+            session.world.restore(world_bytes)
+            current = world_bytes
         check.searched += 1
-        result = session.step(call)
-        if not result.ok:
-            continue
-        holds = check.holds()
-        open_ -= {i for i in open_ if not holds[i]}
+        with session.world.probe():  # each candidate starts from the same world; no snapshot copy
+            result = session.step(call)
+            if result.ok:
+                holds = check.holds()
+                open_ -= {i for i in open_ if not holds[i]}
     for i in sorted(open_):
         a = labelled[i][1]
         check.failures.append(Failure(
@@ -225,12 +228,14 @@ def _candidate_calls(check: _Check, targets: list[Assertion], worlds: list[bytes
     writers = [t for t in runtime.tools.values() if t.tool.writes]
     writers.sort(key=lambda t: not touches(t))
     for round_ in range(1000):
+        calls = []
         for tool in writers:
             if round_ > 0 and not touches(tool) and round_ % 4:
                 continue
-            args = _arguments(tool, literals, pools, rng, exact=round_ == 0)
-            for world in worlds:
-                yield world, {"tool": tool.tool.name, "arguments": args}
+            calls.append({"tool": tool.tool.name, "arguments": _arguments(tool, literals, pools, rng, exact=round_ == 0)})
+        for world in worlds:  # grouped by start world: one restore per world per round
+            for call in calls:
+                yield world, call
 
 
 def _value_pools(check: _Check, w0: bytes) -> dict[str, list[Any]]:

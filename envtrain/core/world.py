@@ -141,13 +141,23 @@ class World:
 
     @classmethod
     def deserialize(cls, schema: Schema, data: bytes) -> "World":
-        conn = _connect()
-        world = cls(schema, conn, "1970-01-01T00:00:00Z")
+        world = cls(schema, sqlite3.connect(":memory:"), "1970-01-01T00:00:00Z")
         world.restore(data)
         return world
 
+    def probe(self) -> "Probe":
+        """Try writes and take them back: ``with world.probe(): ...`` rolls back rows, files and clock."""
+        return Probe(self)
+
     def restore(self, data: bytes) -> None:
-        """Reset in place to a snapshot: every table, every file and the clock."""
+        """Reset to a snapshot: every table, every file and the clock.
+
+        A fresh connection each time: SQLite 3.40 crashes when a statement prepared before an
+        in-place deserialize shares a virtual table (json_each) with one prepared after it, and
+        no statement may outlive the database it was prepared against anyway.
+        """
+        self.conn.close()
+        self.conn = _connect()
         self.conn.deserialize(data)
         meta = dict(self.conn.execute('SELECT key, value FROM "__meta__"').fetchall())
         if meta.get("base_time") != self.base_time:
@@ -194,3 +204,20 @@ class World:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class Probe:
+    """A savepoint around tentative steps (the admission search tries hundreds from one world)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def __enter__(self) -> World:
+        self.clock = self.world.action_index
+        self.world.conn.execute("SAVEPOINT probe")
+        return self.world
+
+    def __exit__(self, *exc: object) -> None:
+        self.world.conn.execute("ROLLBACK TO probe")
+        self.world.conn.execute("RELEASE probe")
+        self.world.action_index = self.clock

@@ -198,3 +198,39 @@ def test_fuzzed_calls_never_raise_and_never_corrupt(tool, arguments) -> None:
 
 
 _FUZZ_RUNTIME = Runtime(ledger_env())
+
+
+def test_json_statements_survive_resets() -> None:
+    """Regression: SQLite 3.40 segfaulted when json_each statements met an in-place deserialize.
+
+    Runs in a subprocess so a crash fails this test instead of killing the test run.
+    """
+    import subprocess
+    import sys
+
+    code = """
+from envtrain.core import Environment, Runtime
+app = {"name": "m", "description": "mail", "entities": {
+    "contacts": {"primary_key": "email", "columns": {"email": {"type": "text"}, "blocked": {"type": "boolean"}}},
+    "messages": {"columns": {"id": {"type": "integer"}, "to": {"type": "json"}}}},
+  "tools": [{"name": "send", "description": "send", "family": "send",
+    "parameters": {"type": "object", "properties": {"to": {"type": "array", "items": {"type": "string"}}}, "required": ["to"]},
+    "preconditions": [{"entity": "contacts", "where": ["email in $arg.to", "blocked = true"], "count": "= 0",
+                       "error": "permission_denied", "message": "blocked"}],
+    "effects": [{"kind": "send", "entity": "messages", "values": {"to": "$arg.to"}}]}]}
+env = Environment.parse({"apps": [app], "request": "r",
+  "world": {"tables": {"m.contacts": [{"email": "a@x", "blocked": False}, {"email": "b@x", "blocked": True}],
+                       "m.messages": [{"id": 1, "to": ["a@x"]}]}},
+  "verifier": {"positive": [{"entity": "m.messages", "where": ["to contains 'a@x'"], "count": ">= 2"}]},
+  "reference_solution": [{"tool": "send", "arguments": {"to": ["a@x"]}}]})
+rt = Runtime(env)
+s = rt.session()
+for _ in range(20):
+    s.reset(); s.verify(); s.reset()
+    assert s.step({"tool": "send", "arguments": {"to": ["a@x"]}}).ok
+    assert s.step({"tool": "send", "arguments": {"to": ["b@x"]}}).message == "blocked"
+    assert s.verify().passed
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
