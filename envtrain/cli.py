@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from envtrain.core.errors import SpecError
@@ -21,11 +22,12 @@ ENV_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 def _console() -> Console:
-    return Console(highlight=False)
+    # soft_wrap: long lines (JSON observations, reasons) stay whole, so they can be read and grepped.
+    return Console(highlight=False, soft_wrap=True)
 
 
 def _die(message: str, code: int = 2) -> None:
-    Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {message}")
+    Console(stderr=True, highlight=False, soft_wrap=True).print("error:", message, style="bold red", markup=False)
     raise typer.Exit(code)
 
 
@@ -71,23 +73,23 @@ def env_check(
             print(json.dumps({"file": str(path), "admitted": False, "error": message}))
     else:
         console = _console()
-        table = Table(title="admission", show_lines=False) if reports else None
-        table.add_column("environment", overflow="fold")
-        table.add_column("id")
-        for n in CONDITIONS:
-            table.add_column(f"({n})", justify="center")
-        table.add_column("ms", justify="right")
-        for path, report in reports:
-            marks = ["[green]ok[/]" if report.passed(n) else "[red]FAIL[/]" for n in CONDITIONS]
-            table.add_row(str(path), report.env_id, *marks, f"{report.seconds * 1000:.1f}")
-        if table is not None:
+        if reports:
+            table = Table(title="admission", show_lines=False)
+            table.add_column("environment", overflow="fold")
+            table.add_column("id")
+            for n in CONDITIONS:
+                table.add_column(f"({n})", justify="center")
+            table.add_column("ms", justify="right")
+            for path, report in reports:
+                marks = ["[green]ok[/]" if report.passed(n) else "[red]FAIL[/]" for n in CONDITIONS]
+                table.add_row(str(path), report.env_id, *marks, f"{report.seconds * 1000:.1f}")
             console.print(table)
         for path, report in reports:
             for f in report.failures:
                 where = f" {f.assertion}:" if f.assertion else ""
-                console.print(f"[red]{path}[/] condition ({f.condition}) {CONDITIONS[f.condition]}:{where} {f.reason}")
+                console.print(f"{path} condition ({f.condition}) {CONDITIONS[f.condition]}:{where} {f.reason}", markup=False, style="red")
         for _, message in bad:
-            console.print(f"[red]{message}[/]")
+            console.print(message, markup=False, style="red")
         admitted = sum(r.admitted for _, r in reports)
         console.print(f"{admitted}/{len(files)} admitted")
     if bad and not reports:
@@ -103,12 +105,12 @@ def env_show(path: Path = typer.Argument(..., help="An environment file.")) -> N
 
     env = _load(path)
     console = _console()
-    console.print(f"[bold]{path}[/]  id {env.id}  source {env.provenance.source}")
-    console.print(f"[bold]request:[/] {env.request}")
+    console.print(f"[bold]{escape(str(path))}[/]  id {env.id}  source {escape(env.provenance.source)}")
+    console.print(f"[bold]request:[/] {escape(env.request)}")
     if env.persona:
-        console.print("[bold]persona:[/] " + ", ".join(f"{k}={v}" for k, v in env.persona.items()))
+        console.print("[bold]persona:[/] " + escape(", ".join(f"{k}={v}" for k, v in env.persona.items())))
     for doc in env.docs:
-        console.print(f"[bold]doc[/] {doc.title}: {doc.body}")
+        console.print(f"[bold]doc[/] {escape(doc.title)}: {escape(doc.body)}")
     tools = Table(title="apps and tools")
     for col in ("app", "tool", "family", "preconditions"):
         tools.add_column(col)
@@ -124,11 +126,11 @@ def env_show(path: Path = typer.Argument(..., help="An environment file.")) -> N
     ver.add_column("condition")
     for polarity, group in (("+", env.verifier.positive), ("-", env.verifier.negative)):
         for a in group:
-            ver.add_row(polarity, a.name, a.describe())
+            ver.add_row(polarity, escape(a.name), escape(a.describe()))
     console.print(ver)
     console.print("[bold]reference solution:[/]")
     for i, call in enumerate(env.reference_solution):
-        console.print(f"  {i}. {call.tool}({json.dumps(call.arguments, ensure_ascii=False)})")
+        console.print(f"  {i}. {call.tool}({json.dumps(call.arguments, ensure_ascii=False)})", markup=False)
 
 
 def _load(path: Path):
@@ -164,7 +166,7 @@ def env_play(path: Path = typer.Argument(..., help="An environment file.")) -> N
         _die(str(exc))
     with runtime.session() as session:
         obs = session.reset()
-        console.print(f"[bold]request:[/] {obs.request}\n{PLAY_HELP}")
+        console.print(f"[bold]request:[/] {escape(obs.request)}\n{escape(PLAY_HELP)}")
         while True:
             try:
                 line = input("envtrain> ").strip()
@@ -176,28 +178,28 @@ def env_play(path: Path = typer.Argument(..., help="An environment file.")) -> N
             if name in ("quit", "exit"):
                 break
             if name == "help":
-                console.print(PLAY_HELP)
+                console.print(PLAY_HELP, markup=False)
             elif name == "tools":
                 for t in obs.tools:
                     fn = t["function"]
                     params = ", ".join(fn["parameters"].get("properties", {}))
-                    console.print(f"  [bold]{fn['name']}[/]({params}): {fn['description']}")
+                    console.print(f"  [bold]{fn['name']}[/]({escape(params)}): {escape(fn['description'])}")
             elif name == "docs":
-                console.print(f"request: {obs.request}\npersona: {obs.persona}")
+                console.print(f"request: {obs.request}\npersona: {obs.persona}", markup=False)
                 for doc in obs.docs:
-                    console.print(f"[bold]{doc['title']}[/]: {doc['body']}")
+                    console.print(f"[bold]{escape(doc['title'])}[/]: {escape(doc['body'])}")
             elif name == "reset":
                 obs = session.reset()
                 console.print("world reset to W0")
             elif name == "verify":
                 result = session.verify()
                 for a in result.assertions:
-                    console.print(f"  {'[green]holds[/]' if a.holds else '[red]fails[/]'} V{a.polarity} {a.name}")
+                    console.print(f"  {'[green]holds[/]' if a.holds else '[red]fails[/]'} V{a.polarity} {escape(a.name)}")
                 console.print(f"score {result.score:.2f}  passed {result.passed}")
             else:
                 step = session.step({"tool": name, "arguments": rest.strip() or "{}"})
-                style = "green" if step.ok else "red"
-                console.print(f"[{style}]{step.status}[/] {step.content()}")
+                console.print(str(step.status), style="green" if step.ok else "red", end=" ")
+                console.print(step.content(), markup=False)
 
 
 def main(argv: Optional[list[str]] = None) -> None:
