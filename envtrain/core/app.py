@@ -65,7 +65,10 @@ class Entity(_Spec):
 
 
 class Guard(_Spec):
-    """A precondition (checked before a tool runs) or postcondition (after), with the refusal the agent sees."""
+    """A precondition (checked before a tool runs) or postcondition (after), with the refusal the agent sees.
+
+    A guard that reads an optional argument applies only when that argument is given.
+    """
 
     entity: str
     where: tuple[ClauseField, ...] = ()
@@ -75,10 +78,14 @@ class Guard(_Spec):
 
 
 class Effect(_Spec):
+    """A declarative write. ``link`` inserts a row unless one with the same given values exists
+    ($now-valued columns aside); ``send`` inserts a message-like row."""
+
     kind: Literal["insert", "update", "delete", "link", "send"]
     entity: str
     values: dict[str, ExprField] = Field(default_factory=dict)  # insert/link/send: the row; update: what to set
     where: tuple[ClauseField, ...] = ()  # update/delete: which rows
+    optional: bool = False  # an update/delete that matches no row is fine (otherwise: not_found)
 
 
 class Returns(_Spec):

@@ -3,9 +3,11 @@
 Validation happens here too, so an invalid condition (unknown column, unknown operator, a
 namespace the site cannot see, an ``$arg`` the tool does not take) fails when the spec loads.
 
-NULL semantics (how an undecidable comparison is treated): ``=``/``!=`` are null-safe
-(``x = null`` tests for null); order comparisons and ``in`` are false on null;
-``not in`` and ``not contains`` are true on null. String operators ignore ASCII case.
+NULL semantics (how an undecidable comparison is treated): against a literal, ``=``/``!=``
+are null-safe (``x = null`` tests for null, and a null column differs from ``'closed'``);
+against a computed value (another column, an argument, a sub-query) a null value is
+undecidable and the clause does not match; order comparisons and ``in`` are false on null;
+``not in`` and ``not contains`` are true on a null column. String operators ignore ASCII case.
 """
 
 from __future__ import annotations
@@ -163,7 +165,13 @@ class Compiler:
             raise SpecError(f"a list is a value only for 'in' and 'not in', not {op!r}")
         rhs = self.expr(value, scopes)
         if op in ("=", "!="):
-            return Fragment(f"{lhs} {'IS' if op == '=' else 'IS NOT'} (") + rhs + Fragment(")")
+            if isinstance(value, Lit):  # a literal: null-safe, so "x = null" tests for null
+                return Fragment(f"{lhs} {'IS' if op == '=' else 'IS NOT'} (") + rhs + Fragment(")")
+            # A computed value (column, argument, sub-query) that is null is undecidable: no match.
+            # Otherwise "manager = one(..)" would match every row without a manager when the lookup finds nothing.
+            if op == "=":
+                return Fragment(f"{lhs} = (") + rhs + Fragment(")")
+            return Fragment("((") + rhs + Fragment(f") IS NOT NULL AND {lhs} IS NOT (") + rhs + Fragment("))")
         if op in ("<", "<=", ">", ">="):
             if col.type in ("boolean", "json"):
                 raise SpecError(f"{op!r} does not order a {col.type} column")

@@ -39,6 +39,7 @@ class GuardCheck:
     cardinality: Cardinality
     error: ErrorKind
     message: str
+    optional: frozenset[str] = frozenset()  # optional arguments it reads: absent ones switch it off
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class Guards:
     def run(self, world: World, ns: Bindings) -> None:
         counts = world.conn.execute(self.sql, bind(self.params, ns)).fetchone()
         for check, count in zip(self.checks, counts):
+            if check.optional and any(ns.args.get(name) is None for name in check.optional):
+                continue
             if not check.cardinality.holds(count):
                 raise ToolError(check.error, format_message(check.message, ns.args))
 
@@ -147,9 +150,12 @@ class CompiledTool:
         except sqlite3.IntegrityError as exc:  # SQLite undid the statement; say why in the spec's words
             raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, world.schema.integrity_message(str(exc), ce.refs)) from None
         kind = ce.effect.kind
-        if kind in ("update", "delete") and not rows:
+        if not rows:
             name = ce.info.name.split(".")[-1]
-            raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {name} matches {_describe_args(ns.args)}")
+            if kind == "link":
+                raise ToolError(ErrorKind.INVALID_TRANSITION, f"that {name} link already exists")
+            if not ce.effect.optional:
+                raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {name} matches {_describe_args(ns.args)}")
         if ce.messages:
             width = len(ce.shape.names) + 1
             for row in rows:
@@ -181,7 +187,10 @@ def format_message(template: str, args: Mapping[str, Any]) -> str:
 # --- compilation ----------------------------------------------------------------------------
 
 
-def compile_guards(schema: Schema, guards: Sequence[Guard], site: Site, app: str | None, params: Sequence[str] | None, label: str) -> Guards | None:
+def compile_guards(
+    schema: Schema, guards: Sequence[Guard], site: Site, app: str | None, params: Sequence[str] | None, label: str,
+    required: Sequence[str] = (),
+) -> Guards | None:
     if not guards:
         return None
     frags = []
@@ -192,7 +201,8 @@ def compile_guards(schema: Schema, guards: Sequence[Guard], site: Site, app: str
         except SpecError as exc:
             raise SpecError(f"{label} {site.value} {i}: {exc}") from None
     out = batch(frags)
-    return Guards(out.sql, out.params, tuple(GuardCheck(g.count, g.error, g.message) for g in guards))
+    checks = tuple(GuardCheck(g.count, g.error, g.message, f.args - frozenset(required)) for g, f in zip(guards, frags))
+    return Guards(out.sql, out.params, checks)
 
 
 def compile_constraints(schema: Schema, info: EntityInfo, touched: frozenset[str] | None = None) -> list[tuple[Fragment, str]]:
@@ -273,9 +283,12 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
                 value = Fragment("COALESCE(") + value + Fragment(", ") + comp.expr(default, (info,)) + Fragment(")")
             frag = frag + Fragment(", " if i else "") + value
         if effect.kind == "link":
-            # A link that already exists is refused, not doubled.
+            # A link that already exists is refused, not doubled; timestamps are not part of its identity.
+            identity = {n: e for n, e in effect.values.items() if not any(isinstance(x, Ref) and x.namespace == "now" for x in walk(e))}
+            if not identity:
+                raise SpecError(f"{label}: a link names at least one value that is not a time")
             frag = frag + Fragment(f" WHERE NOT EXISTS (SELECT 1 FROM {table} AS t0 WHERE ")
-            conds = [Fragment(f't0."{n}" IS (') + comp.expr(e, (info,)) + Fragment(")") for n, e in values.items()]
+            conds = [Fragment(f't0."{n}" IS (') + comp.expr(e, (info,)) + Fragment(")") for n, e in identity.items()]
             for i, c in enumerate(conds):
                 frag = frag + Fragment(" AND " if i else "") + c
             frag = frag + Fragment(")")
@@ -328,8 +341,9 @@ def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Ha
     label = f"app {app.name}: tool {tool.name}"
     params = list(tool.parameters.get("properties", {}))
     try:
-        guards = compile_guards(schema, tool.preconditions, Site.PRECONDITION, app.name, params, label)
-        post = compile_guards(schema, tool.postconditions, Site.POSTCONDITION, app.name, params, label)
+        required = tool.parameters.get("required", ())
+        guards = compile_guards(schema, tool.preconditions, Site.PRECONDITION, app.name, params, label, required)
+        post = compile_guards(schema, tool.postconditions, Site.POSTCONDITION, app.name, params, label, required)
         info, read = (None, None)
         if tool.family in ("read", "list", "search") and tool.entity is not None:
             info, read = _compile_read(schema, app, tool, params)

@@ -128,6 +128,9 @@ class Schema:
             return self.entities[f"{app}.{name}"]
         if name in self.entities:
             return self.entities[name]
+        near = [q for q in self.entities if q.endswith(f".{name}")]
+        if near:
+            raise SpecError(f"unknown entity {name!r}: outside its app an entity is named app.entity (did you mean {' or '.join(map(repr, near))}?)")
         known = ", ".join(sorted(self.entities))
         raise SpecError(f"unknown entity {name!r} (entities: {known})")
 

@@ -75,6 +75,7 @@ class Runtime:
             if call.tool not in tools:
                 raise SpecError(f"reference_solution.{i}: unknown tool {call.tool!r}")
         world = World.create(self.schema, base_time=env.world.base_time, tables=env.world.tables, files=env.world.files)
+        _check_w0_constraints(world, self.schema)
         _explain_all(world.conn, self)
         self.w0: bytes = world.serialize()
         self.w0_hash: str = world.content_hash()
@@ -90,6 +91,20 @@ class Runtime:
 
         frag = Compiler(self.schema, Site.VERIFIER).count(Condition(entity=entity, where=where))
         return world.conn.execute(frag.sql, [p.key for p in frag.params]).fetchone()[0]
+
+
+def _check_w0_constraints(world: World, schema: Schema) -> None:
+    """W0 must satisfy its entities' own constraints, as every later write will have to."""
+    from envtrain.core.compile import bind
+    from envtrain.core.runtime import compile_constraints
+
+    ns = Bindings({}, {}, {}, world.now)
+    for name, info in schema.entities.items():
+        for flag, message in compile_constraints(schema, info):
+            sql = f'SELECT "{info.spec.primary_key}" FROM "{info.table}" WHERE NOT ({flag.sql}) LIMIT 1'
+            row = world.conn.execute(sql, bind(flag.params, ns)).fetchone()
+            if row is not None:
+                raise SpecError(f"world.tables[{name!r}]: the row with {info.spec.primary_key} {row[0]!r} breaks a constraint: {message}")
 
 
 def _explain_all(conn: sqlite3.Connection, runtime: Runtime) -> None:

@@ -128,11 +128,22 @@ class World:
             unknown = set(row) - set(columns)
             if unknown:
                 raise SpecError(f"{where}: unknown columns {sorted(unknown)} (columns: {', '.join(columns)})")
-            values.append([to_sql(row.get(c), info.columns[c], f"{where}.{c}") for c in columns])
+            values.append([to_sql(row[c], info.columns[c], f"{where}.{c}") if c in row else self._default(info, c) for c in columns])
         try:
             self.conn.executemany(sql, values)
         except sqlite3.IntegrityError as exc:
             raise SpecError(f"world.tables[{info.name!r}]: {self.schema.integrity_message(str(exc))}") from None
+
+    def _default(self, info: EntityInfo, column: str) -> Any:
+        """A column a W0 row leaves out takes its default, as an insert by a tool would."""
+        from envtrain.core.expr import Lit, Ref
+
+        default = info.columns[column].default
+        if isinstance(default, Lit) and not isinstance(default.value, tuple):
+            return int(default.value) if isinstance(default.value, bool) else default.value
+        if isinstance(default, Ref) and default.namespace == "now":
+            return self.base_time
+        return None
 
     def serialize(self) -> bytes:
         self.conn.execute('INSERT OR REPLACE INTO "__meta__" VALUES (?, ?), (?, ?)',

@@ -48,6 +48,9 @@ def count(world, where, entity="ledger.invoices", site=Site.VERIFIER, args=None,
         (["tags contains 'office'"], 2),            # json list membership, not substring
         (["tags contains 'offi'"], 0),
         (["paid = amount"], 1),                     # another column of the row
+        (["memo = one(ledger.vendors.name where id = 99)"], 0),   # a lookup that finds nothing matches nothing,
+        (["memo != one(ledger.vendors.name where id = 99)"], 0),  # ... even rows whose memo is null
+        (["memo != 'toner'"], 3),                   # against a literal, a null memo counts as different
         (["amount > paid * 4"], 3),                 # arithmetic over columns: 100>0, 250>200, 75.5>0
         (["amount >= paid + 100"], 2),
         (["due < $now"], 2),                        # now = 2026-01-10T12:00:00Z
@@ -76,7 +79,8 @@ def test_namespaces_bind_at_run_time(world) -> None:
     params = ["invoice_id", "ids", "status"]
     assert count(world, ["id = $arg.invoice_id"], site=Site.PRECONDITION, args={"invoice_id": 12}, params=params) == 1
     assert count(world, ["id in $arg.ids"], site=Site.PRECONDITION, args={"ids": [10, 11, 42]}, params=params) == 2
-    assert count(world, ["memo != $actor.email"], site=Site.PRECONDITION, params=params) == 4
+    assert count(world, ["memo != $actor.email"], site=Site.PRECONDITION, params=params) == 4  # a null memo differs from a known value
+    assert count(world, ["memo = $arg.status"], site=Site.PRECONDITION, params=params) == 0  # absent argument matches nothing
     assert count(world, ["status = 'draft'", "memo = $session.region"], site=Site.PRECONDITION, params=params) == 0
 
 
