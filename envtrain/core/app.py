@@ -117,9 +117,7 @@ class Tool(_Spec):
     def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
         if value.get("type") != "object" or not isinstance(value.get("properties", {}), dict):
             raise SpecError("parameters must be a JSON schema with type 'object' and a 'properties' mapping")
-        missing = [name for name in value.get("required", []) if name not in value.get("properties", {})]
-        if missing:
-            raise SpecError(f"required parameters {missing} are not in properties")
+        _check_schema(value, "parameters")
         return value
 
     @model_validator(mode="after")
@@ -165,6 +163,36 @@ class App(_Spec):
             if tool.name == name:
                 return tool
         raise KeyError(name)
+
+
+_SCHEMA_KEYS = frozenset({
+    "type", "description", "enum", "items", "properties", "required", "minimum", "maximum",
+    "minLength", "maxLength", "minItems", "maxItems", "additionalProperties", "default", "format", "pattern", "title",
+})
+_SCHEMA_TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
+
+
+def _check_schema(schema: Any, path: str) -> None:
+    """Tool schemas are shown to models as written: an unknown key is a typo (YAML's unquoted commas make them)."""
+    if not isinstance(schema, dict):
+        raise SpecError(f"{path}: a JSON schema is an object, got {schema!r}")
+    unknown = sorted(set(schema) - _SCHEMA_KEYS)
+    if unknown:
+        raise SpecError(f"{path}: unknown JSON-schema key {unknown[0]!r} (a description with a comma needs quotes in YAML)")
+    kinds = schema.get("type", [])
+    for kind in kinds if isinstance(kinds, list) else [kinds]:
+        if kind not in _SCHEMA_TYPES:
+            raise SpecError(f"{path}: unknown type {kind!r} (types: {', '.join(sorted(_SCHEMA_TYPES))})")
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        raise SpecError(f"{path}.properties: a mapping of parameter names to schemas")
+    missing = [name for name in schema.get("required", []) if name not in props]
+    if missing:
+        raise SpecError(f"{path}: required {missing} are not in properties")
+    for name, sub in props.items():
+        _check_schema(sub, f"{path}.{name}")
+    if "items" in schema:
+        _check_schema(schema["items"], f"{path}[]")
 
 
 def _is_name(text: str) -> bool:

@@ -90,3 +90,22 @@ def test_not_an_environment() -> None:
         Environment.parse({"hello": "world"}, source="x.json")
     with pytest.raises(SpecError, match="not an environment"):
         Environment.parse([1, 2], source="x.json")
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "object", "properties": {"d": {"type": "string", "description": "a date", "YYYY-MM-DD": None}}}, "unknown JSON-schema key 'YYYY-MM-DD'"),
+        ({"type": "object", "properties": {"n": {"type": "int"}}}, "unknown type 'int'"),
+        ({"type": "object", "properties": {}, "required": ["x"]}, "required ['x'] are not in properties"),
+        ({"type": "string"}, "type 'object'"),
+    ],
+)
+def test_bad_tool_schemas_are_refused(schema, message) -> None:
+    from envtrain.apps import parse_app
+
+    app = {"name": "a", "description": "d", "entities": {}, "tools": [
+        {"name": "t", "description": "t", "family": "file", "handler": "files.read", "parameters": schema}]}
+    with pytest.raises(SpecError) as info:
+        parse_app(app)
+    assert message in str(info.value)
