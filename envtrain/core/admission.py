@@ -84,9 +84,10 @@ class _Check:
         counts = self.runtime.verifier.counts(self.session.world)
         return [a.count.holds(c) for (_, a), c in zip(self.labelled, counts)]
 
-    def replay(self, skip: int | None = None) -> list[str]:
-        """Reset and run π (without step ``skip``); returns the error of each failed step."""
-        self.session.reset()
+    def replay(self, skip: int | None = None, *, from_current: bool = False) -> list[str]:
+        """Reset (unless ``from_current``) and run π without step ``skip``; returns each failed step's error."""
+        if not from_current:
+            self.session.reset()
         errors = []
         for i, call in enumerate(self.runtime.env.reference_solution):
             if i == skip:
@@ -144,13 +145,15 @@ def _run(check: _Check) -> None:
     # (3) every V+ depends on some write step
     writes = [i for i, c in enumerate(runtime.env.reference_solution) if runtime.tools[c.tool].tool.writes]
     needed = {i: False for i, (p, _) in enumerate(labelled) if p == "+"}
+    session.reset()
     for step in writes:
         if all(needed.values()):
             break
-        check.replay(skip=step)
-        for i, holds in enumerate(check.holds()):
-            if i in needed and not holds:
-                needed[i] = True
+        with session.world.probe():  # back to W0 after each replay, without a new connection
+            check.replay(skip=step, from_current=True)
+            for i, holds in enumerate(check.holds()):
+                if i in needed and not holds:
+                    needed[i] = True
     for i, ok in needed.items():
         if not ok:
             reason = ("no write step of the reference solution is needed for it (it still holds with any one dropped)"
@@ -188,19 +191,31 @@ def _falsify_negatives(check: _Check, negatives: list[int]) -> None:
     holds = check.holds()
     open_ -= {i for i in open_ if not holds[i]}
     rng = random.Random(check.seed)
-    current = None
-    for world_bytes, call in _candidate_calls(check, [labelled[i][1] for i in open_], start_worlds, rng):
-        if not open_ or check.searched >= check.search_budget:
-            break
-        if world_bytes is not current:
+    pools = _value_pools(check, start_worlds[0])
+    current: list[bytes | None] = [None]
+
+    def attempt(world_bytes: bytes, call: dict) -> None:
+        if world_bytes is not current[0]:
             session.world.restore(world_bytes)
-            current = world_bytes
+            current[0] = world_bytes
         check.searched += 1
         with session.world.probe():  # each candidate starts from the same world; no snapshot copy
-            result = session.step(call)
-            if result.ok:
+            if session.step(call).ok:
                 holds = check.holds()
-                open_ -= {i for i in open_ if not holds[i]}
+                open_.difference_update({i for i in open_ if not holds[i]})
+
+    # First, for each negative, calls aimed at it: arguments named like its columns take its literals.
+    for i in sorted(open_):
+        for world_bytes in start_worlds:
+            for call in _aimed_calls(check, labelled[i][1], pools):
+                if i not in open_ or check.searched >= check.search_budget:
+                    break
+                attempt(world_bytes, call)
+    # Then a seeded random search over every write tool.
+    for world_bytes, call in _candidate_calls(check, [labelled[i][1] for i in open_], start_worlds, rng, pools):
+        if not open_ or check.searched >= check.search_budget:
+            break
+        attempt(world_bytes, call)
     for i in sorted(open_):
         a = labelled[i][1]
         check.failures.append(Failure(
@@ -208,7 +223,70 @@ def _falsify_negatives(check: _Check, negatives: list[int]) -> None:
                f" (does any tool write {a.entity}?)", _name(*labelled[i])))
 
 
-def _candidate_calls(check: _Check, targets: list[Assertion], worlds: list[bytes], rng: random.Random) -> Iterator[tuple[bytes, dict]]:
+def _touches(tool: CompiledTool, entities: set[str]) -> bool:
+    if tool.handler is not None:
+        return "files" in entities
+    return any(e.info.name in entities for e in tool.effects)
+
+
+def _aimed_calls(check: _Check, target: Assertion, pools: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """Calls of the tools that write the target's entity, arguments taken from its clauses by name:
+    ``card_id`` or ``id`` answers ``cards.id = 45``; each listed value and each enum value gets a try."""
+    info = check.runtime.schema.resolve(target.entity)
+    short = info.name.split(".")[-1]
+    singular = short[:-1] if short.endswith("s") else short
+    hints: dict[str, list[Any]] = {}
+    for clause in target.where:
+        value = clause.value
+        if isinstance(value, Lit) and value.value is not None:
+            values = list(value.value) if isinstance(value.value, tuple) else [value.value]
+            keys = {clause.column, f"{singular}_{clause.column}"}
+            ref = info.columns[clause.column].ref if clause.column in info.columns else None
+            if ref:  # forwarded_from -> messages.id also answers message_id
+                target_name, _, column = ref.rpartition(".")
+                short_ref = target_name.split(".")[-1]
+                keys.add(f"{short_ref[:-1] if short_ref.endswith('s') else short_ref}_{column}")
+            for key in keys:
+                hints.setdefault(key, []).extend(values)
+    rng = random.Random(check.seed)
+    columns = {c.column for c in target.where}
+
+    def rank(tool: CompiledTool) -> int:
+        # Changing or removing the rows the assertion reads first, adding rows next.
+        best = 2
+        for e in tool.effects:
+            if e.info.name == target.entity:
+                if e.effect.kind == "delete" or (e.effect.kind == "update" and columns & set(e.effect.values)):
+                    return 0
+                if e.effect.kind != "update":
+                    best = 1
+        return best
+
+    for tool in sorted(check.runtime.tools.values(), key=rank):
+        if not tool.tool.writes or not _touches(tool, {target.entity}):
+            continue
+        props: dict[str, Any] = tool.tool.parameters.get("properties", {})
+        required = set(tool.tool.parameters.get("required", ()))
+        base = {}
+        for name, schema in props.items():
+            if name in hints:
+                base[name] = hints[name][0]
+            elif name in required:
+                base[name] = _guess(name, schema, [], pools, rng, exact=True)
+        name_ = tool.tool.name
+        yield {"tool": name_, "arguments": base}
+        for name, schema in props.items():
+            options = list(hints.get(name, [])[1:]) + [v for v in schema.get("enum", []) if v != base.get(name)]
+            if "enum" not in schema and name in required:
+                # The first value may be a no-op (an assertion's literal is often the current value).
+                options += [v for v in pools.get(name, [])[:4] if v != base.get(name) and v not in options]
+            for option in options:
+                yield {"tool": name_, "arguments": {**base, name: option}}
+
+
+def _candidate_calls(
+    check: _Check, targets: list[Assertion], worlds: list[bytes], rng: random.Random, pools: dict[str, list[Any]],
+) -> Iterator[tuple[bytes, dict]]:
     """Single write calls, tools touching the targets' entities first, arguments from the world's values."""
     runtime = check.runtime
     entities = {a.entity for a in targets}
@@ -218,12 +296,9 @@ def _candidate_calls(check: _Check, targets: list[Assertion], worlds: list[bytes
             for node in walk(clause):
                 if isinstance(node, Lit):
                     literals.extend(node.value if isinstance(node.value, tuple) else [node.value])
-    pools = _value_pools(check, worlds[0])
 
     def touches(tool: CompiledTool) -> bool:
-        if tool.handler is not None:
-            return "files" in entities
-        return any(e.info.name in entities for e in tool.effects)
+        return _touches(tool, entities)
 
     writers = [t for t in runtime.tools.values() if t.tool.writes]
     writers.sort(key=lambda t: not touches(t))
