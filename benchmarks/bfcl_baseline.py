@@ -2,7 +2,7 @@
 
 Lets our benchmark compare envtrain step latency against BFCL in the same run/process.
 
-Minimal install (also in benchmarks/BFCL_INSTALL.txt). bfcl-eval's declared deps pull
+Minimal install (what `make setup` does). bfcl-eval's declared deps pull
 openai/anthropic/sentence-transformers(torch)/faiss and pin numpy==1.26.4; the executor
 and the 8 multi-turn base API classes only need mpmath (stdlib otherwise):
     pip install --no-deps bfcl-eval==2026.3.23

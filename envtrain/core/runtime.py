@@ -47,6 +47,17 @@ class Guards:
     sql: str
     params: tuple[Param, ...]
     checks: tuple[GuardCheck, ...]
+    parts: tuple[Fragment, ...] = ()  # each guard's own counting query
+
+    def all_hold(self) -> Fragment:
+        """One SQL condition that is true when every guard holds (for folding into a write)."""
+        out = Fragment("")
+        for i, (part, check) in enumerate(zip(self.parts, self.checks)):
+            test = Fragment("((") + part + Fragment(f") {check.cardinality.op} {check.cardinality.n})")
+            if check.optional:
+                test = Fragment("(? OR ", (Param("flag", tuple(sorted(check.optional))),)) + test + Fragment(")")
+            out = out + Fragment(" AND " if i else "") + test
+        return out
 
     def run(self, world: World, ns: Bindings) -> None:
         counts = world.conn.execute(self.sql, bind(self.params, ns)).fetchone()
@@ -105,6 +116,7 @@ class CompiledTool:
     postconditions: Guards | None
     handler: Handler | None
     validate: Callable[[Any], None]  # the tool's argument schema, compiled
+    fused: CompiledEffect | None = None  # the single write with its guards folded in: one round trip
 
     @property
     def atomic(self) -> bool:
@@ -112,6 +124,11 @@ class CompiledTool:
         return self.handler is None and self.postconditions is None and len(self.effects) == 1 and not self.effects[0].messages
 
     def run(self, world: World, ns: Bindings) -> Any:
+        if self.fused is not None:
+            rows = self._execute(world, ns, self.fused)
+            if not rows and self.guards is not None:
+                self.guards.run(world, ns)  # the write did nothing: report the guard that refused, if one did
+            return self._result(ns, self.fused, rows)
         if self.guards is not None:
             self.guards.run(world, ns)
         if self.handler is not None:
@@ -145,10 +162,16 @@ class CompiledTool:
         return {"items": [read.shape.row(r) for r in rows[:limit]], "next_offset": offset + limit if more else None}
 
     def _apply(self, world: World, ns: Bindings, ce: CompiledEffect) -> Any:
+        return self._result(ns, ce, self._execute(world, ns, ce))
+
+    @staticmethod
+    def _execute(world: World, ns: Bindings, ce: CompiledEffect) -> list[Any]:
         try:
-            rows = world.conn.execute(ce.sql, bind(ce.params, ns)).fetchall()
+            return world.conn.execute(ce.sql, bind(ce.params, ns)).fetchall()
         except sqlite3.IntegrityError as exc:  # SQLite undid the statement; say why in the spec's words
             raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, world.schema.integrity_message(str(exc), ce.refs)) from None
+
+    def _result(self, ns: Bindings, ce: CompiledEffect, rows: list[Any]) -> Any:
         kind = ce.effect.kind
         if not rows:
             name = ce.info.name.split(".")[-1]
@@ -202,7 +225,7 @@ def compile_guards(
             raise SpecError(f"{label} {site.value} {i}: {exc}") from None
     out = batch(frags)
     checks = tuple(GuardCheck(g.count, g.error, g.message, f.args - frozenset(required)) for g, f in zip(guards, frags))
-    return Guards(out.sql, out.params, checks)
+    return Guards(out.sql, out.params, checks, tuple(frags))
 
 
 def compile_constraints(schema: Schema, info: EntityInfo, touched: frozenset[str] | None = None) -> list[tuple[Fragment, str]]:
@@ -248,7 +271,11 @@ def _returning(info: EntityInfo, checks: Sequence[tuple[Fragment, str]]) -> Frag
     return frag
 
 
-def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params: Sequence[str], label: str) -> CompiledEffect:
+def _compile_effect(
+    schema: Schema, app: App, tool: Tool, effect: Effect, params: Sequence[str], label: str, require: Fragment | None = None,
+) -> CompiledEffect | None:
+    """The effect as one statement; with ``require``, the statement writes only when it holds
+    (None if the statement has no place for it)."""
     comp = Compiler(schema, Site.EFFECT, app=app.name, params=params)
     info = comp.entity(effect.entity)
     table = f'"{info.table}"'
@@ -272,6 +299,8 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
                 if not any(isinstance(n, SubQuery) for n in walk(expr)):
                     raise SpecError(f"{label}: insert value for {name!r} refers to a column, but a new row has none yet")
         if not values:
+            if require is not None:
+                return None
             frag = Fragment(f"INSERT INTO {table} DEFAULT VALUES") + returning
             return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
         frag = Fragment(f"INSERT INTO {table} ({', '.join(f'{chr(34)}{n}{chr(34)}' for n in values)}) SELECT ")
@@ -292,9 +321,13 @@ def _compile_effect(schema: Schema, app: App, tool: Tool, effect: Effect, params
             for i, c in enumerate(conds):
                 frag = frag + Fragment(" AND " if i else "") + c
             frag = frag + Fragment(")")
+        if require is not None:
+            frag = frag + Fragment(" AND (" if effect.kind == "link" else " WHERE (") + require + Fragment(")")
         frag = frag + returning
         return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
     where = comp.where(info, effect.where)
+    if require is not None:
+        where = Fragment("(") + where + Fragment(") AND (") + require + Fragment(")")
     if effect.kind == "delete":
         frag = Fragment(f"DELETE FROM {table} AS t0 WHERE ") + where + returning
         return CompiledEffect(effect, info, frag.sql, frag.params, shape, messages, refs)
@@ -350,6 +383,9 @@ def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Ha
         effects = tuple(
             _compile_effect(schema, app, tool, e, params, f"{label} effect {i}") for i, e in enumerate(tool.effects, 1)
         )
+        fused = None
+        if guards is not None and tool.handler is None and post is None and len(effects) == 1 and not effects[0].messages:
+            fused = _compile_effect(schema, app, tool, tool.effects[0], params, f"{label} effect 1", require=guards.all_hold())
     except SpecError as exc:
         text = str(exc)
         raise SpecError(text if text.startswith(label) else f"{label}: {text}") from None
@@ -358,4 +394,5 @@ def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Ha
         if tool.handler not in handlers:
             raise SpecError(f"{label}: handler {tool.handler!r} is not registered (registered: {', '.join(sorted(handlers)) or 'none'})")
         handler = handlers[tool.handler]
-    return CompiledTool(tool, app.name, info, guards, read, effects, post, handler, compile_validator(tool.parameters))
+    return CompiledTool(tool, app.name, info, guards, read, tuple(e for e in effects if e), post, handler,
+                        compile_validator(tool.parameters), fused)

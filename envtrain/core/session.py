@@ -114,7 +114,7 @@ def _explain_all(conn: sqlite3.Connection, runtime: Runtime) -> None:
         sqls = [(g.sql, len(g.params)) for g in statements]
         if tool.read is not None:
             sqls.append((tool.read.sql, len(tool.read.params)))
-        for effect in tool.effects:
+        for effect in tool.effects + ((tool.fused,) if tool.fused else ()):
             sqls.append((effect.sql, len(effect.params)))
         for sql, n in sqls:
             try:

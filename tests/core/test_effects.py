@@ -37,7 +37,10 @@ APP = {
              {"kind": "delete", "entity": "memberships", "where": ["person = $arg.person"], "optional": True},
          ]},
         {"name": "promote", "description": "set a person's level", "family": "update",
-         "parameters": {"type": "object", "properties": {"person": {"type": "string"}, "level": {"type": "integer"}}, "required": ["person", "level"]},
+         "parameters": {"type": "object", "properties": {"person": {"type": "string"}, "level": {"type": "integer"}, "approver": {"type": "string"}},
+                        "required": ["person", "level"]},
+         "preconditions": [{"entity": "people", "where": ["email = $arg.approver", "level >= 3"], "error": "permission_denied",
+                            "message": "{approver} may not approve promotions."}],
          "effects": [{"kind": "update", "entity": "people", "where": ["email = $arg.person"], "values": {"level": "$arg.level"}}]},
     ],
 }
@@ -98,3 +101,19 @@ def test_forbid_constraint_rolls_a_write_back() -> None:
         assert r.error is ErrorKind.CONSTRAINT_VIOLATION and r.message == "a lead has level 3 or more"
         assert s.world.rows("team.people")[0]["level"] == 4
         assert s.step({"tool": "promote", "arguments": {"person": "bo@x", "level": 2}}).ok
+
+
+def test_guards_folded_into_a_single_write() -> None:
+    """A one-statement tool writes and checks its guards in one round trip; refusals read the same."""
+    rt = runtime()
+    assert rt.tools["promote"].fused is not None and rt.tools["retire"].fused is None
+    with rt.session() as s:
+        s.reset()
+        assert s.step({"tool": "promote", "arguments": {"person": "bo@x", "level": 2}}).ok  # no approver: guard off
+        refused = s.step({"tool": "promote", "arguments": {"person": "bo@x", "level": 3, "approver": "bo@x"}})
+        assert refused.error is ErrorKind.PERMISSION_DENIED and refused.message == "bo@x may not approve promotions."
+        assert s.world.rows("team.people")[1]["level"] == 2
+        done = s.step({"tool": "promote", "arguments": {"person": "bo@x", "level": 3, "approver": "ana@x"}})
+        assert done.ok and done.output["items"][0]["level"] == 3
+        missing = s.step({"tool": "promote", "arguments": {"person": "cy@x", "level": 3, "approver": "ana@x"}})
+        assert missing.error is ErrorKind.NOT_FOUND
