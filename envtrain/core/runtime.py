@@ -384,7 +384,7 @@ def compile_tool(schema: Schema, app: App, tool: Tool, handlers: Mapping[str, Ha
             _compile_effect(schema, app, tool, e, params, f"{label} effect {i}") for i, e in enumerate(tool.effects, 1)
         )
         fused = None
-        if guards is not None and tool.handler is None and post is None and len(effects) == 1 and not effects[0].messages:
+        if guards is not None and tool.handler is None and post is None and len(effects) == 1:
             fused = _compile_effect(schema, app, tool, tool.effects[0], params, f"{label} effect 1", require=guards.all_hold())
     except SpecError as exc:
         text = str(exc)
