@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, rows
 
 ME, RAJ, ANA = "me@acme.test", "raj@acme.test", "ana@acme.test"
 NOW = "2026-04-01T09:00:00Z"
@@ -44,30 +45,7 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("calendar")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "calendar.events", "where": ["id = 5"]}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
-
-
-def rows(s, entity, **match):
-    return [r for r in s.world.rows(f"calendar.{entity}") if all(r[k] == v for k, v in match.items())]
+runtime, session = app_fixtures("calendar", ROWS, persona=ME, base_time=NOW)
 
 
 def test_schedule_event_makes_me_organizer_and_attendee(session):
@@ -76,20 +54,21 @@ def test_schedule_event_makes_me_organizer_and_attendee(session):
     assert r.output == {"created": {
         "id": 5, "calendar_id": 1, "title": "Review", "description": None, "start_time": "2026-04-06T09:00:00Z",
         "end_time": "2026-04-06T10:00:00Z", "room": None, "organizer": ME, "status": "confirmed", "created_at": NOW, "updated_at": NOW}}
-    assert rows(session, "attendees", event_id=5) == [{"id": 6, "event_id": 5, "email": ME, "response": "accepted", "responded_at": NOW}]
+    assert rows(session, "calendar.attendees", event_id=5) == [
+        {"id": 6, "event_id": 5, "email": ME, "response": "accepted", "responded_at": NOW}]
 
 
 def test_book_invite_reschedule_respond_cancel(session):
     assert call(session, "book_meeting_room", event_id=4, room="orion").ok
     assert call(session, "invite_attendee", event_id=4, email=ANA).ok
-    assert rows(session, "attendees", event_id=4, email=ANA)[0]["response"] == "needs_action"
+    assert rows(session, "calendar.attendees", event_id=4, email=ANA)[0]["response"] == "needs_action"
     assert call(session, "reschedule_event", event_id=4, start="2026-04-02T16:00:00Z", end="2026-04-02T17:00:00Z").ok
-    assert [(e["room"], e["start_time"], e["end_time"]) for e in rows(session, "events", id=4)] == [
+    assert [(e["room"], e["start_time"], e["end_time"]) for e in rows(session, "calendar.events", id=4)] == [
         ("orion", "2026-04-02T16:00:00Z", "2026-04-02T17:00:00Z")]
     assert call(session, "respond_to_invite", event_id=1, response="declined").ok
-    assert rows(session, "attendees", event_id=1, email=ME)[0]["response"] == "declined"
+    assert rows(session, "calendar.attendees", event_id=1, email=ME)[0]["response"] == "declined"
     assert call(session, "cancel_event", event_id=4).ok
-    assert rows(session, "events", id=4)[0]["status"] == "cancelled"
+    assert rows(session, "calendar.events", id=4)[0]["status"] == "cancelled"
 
 
 @pytest.mark.parametrize(("tool", "args", "kind", "detail"), [
@@ -126,11 +105,7 @@ def test_book_invite_reschedule_respond_cancel(session):
     ("book_meeting_room", {"event_id": 4, "room": "atlas"}, ErrorKind.CONSTRAINT_VIOLATION, "Room atlas is already booked during event 4."),
 ])
 def test_refusals(session, tool, args, kind, detail):
-    before = session.world.content_hash()
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind)
-    assert detail in r.message
-    assert session.world.content_hash() == before
+    refused(session, tool, kind, detail, **args)
 
 
 def test_refusals_that_need_a_prepared_world(session):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, row, rows
 
 ME, KIM = "me@acme.test", "kim@acme.test"
 NOW = "2026-02-02T09:00:00Z"
@@ -41,30 +42,11 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("chat")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "chat.messages", "where": [f"author = '{ME}'", "channel = 'eng'"]}]},
-        "reference_solution": [],
-    }))
+runtime, session = app_fixtures("chat", ROWS, persona=ME, base_time=NOW)
 
 
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
-
-
-def row(s, id):
-    return next(r for r in s.world.rows("chat.messages") if r["id"] == id)
+def message(s, id):
+    return row(s, "chat.messages", id)
 
 
 def test_post_message_in_a_member_channel(session):
@@ -77,29 +59,29 @@ def test_post_message_in_a_member_channel(session):
 def test_join_then_post_then_leave(session):
     assert call(session, "join_channel", channel="eng").ok
     assert call(session, "post_message", channel="eng", body="hello eng").ok
-    assert row(session, 6)["channel"] == "eng"
+    assert message(session, 6)["channel"] == "eng"
     assert call(session, "leave_channel", channel="eng").output == {"deleted": 1}
-    assert [m["channel"] for m in session.world.rows("chat.memberships") if m["user"] == ME] == ["general", "ops", "old"]
+    assert [m["channel"] for m in rows(session, "chat.memberships", user=ME)] == ["general", "ops", "old"]
 
 
 def test_reply_in_thread_counts_replies(session):
     r = call(session, "reply_in_thread", message_id=1, body="On it")
     assert r.ok, r.message
-    assert (row(session, 6)["thread_id"], row(session, 6)["channel"], row(session, 1)["reply_count"]) == (1, "ops", 1)
+    assert (message(session, 6)["thread_id"], message(session, 6)["channel"], message(session, 1)["reply_count"]) == (1, "ops", 1)
     assert [m["id"] for m in call(session, "list_thread_replies", message_id=1).output["items"]] == [2, 6]
 
 
 def test_pin_unpin_and_create_channel(session):
     assert call(session, "unpin_message", message_id=1).ok
-    assert (row(session, 1)["pinned"], row(session, 1)["pinned_by"]) == (False, None)
+    assert (message(session, 1)["pinned"], message(session, 1)["pinned_by"]) == (False, None)
     assert call(session, "pin_message", message_id=2).ok
-    assert (row(session, 2)["pinned"], row(session, 2)["pinned_by"]) == (True, ME)
+    assert (message(session, 2)["pinned"], message(session, 2)["pinned_by"]) == (True, ME)
     assert call(session, "create_channel", name="launch-q3", topic="Q3 launch", is_private=True).ok
     assert {"name": "launch-q3", "topic": "Q3 launch", "is_private": True, "is_default": False, "archived": False,
             "created_by": ME, "created_at": "2026-02-02T09:00:02Z"} in session.world.rows("chat.channels")  # third step
-    assert [(m["user"], m["role"]) for m in session.world.rows("chat.memberships") if m["channel"] == "launch-q3"] == [(ME, "owner")]
+    assert [(m["user"], m["role"]) for m in rows(session, "chat.memberships", channel="launch-q3")] == [(ME, "owner")]
     assert call(session, "create_channel", name="water-cooler").ok  # topic and privacy fall back to their defaults
-    assert [(c["topic"], c["is_private"]) for c in session.world.rows("chat.channels") if c["name"] == "water-cooler"] == [("", False)]
+    assert [(c["topic"], c["is_private"]) for c in rows(session, "chat.channels", name="water-cooler")] == [("", False)]
 
 
 @pytest.mark.parametrize(("tool", "args", "kind", "detail"), [
@@ -133,11 +115,7 @@ def test_pin_unpin_and_create_channel(session):
     ("list_thread_replies", {"message_id": 99}, ErrorKind.NOT_FOUND, "No message 99."),
 ])
 def test_refusals(session, tool, args, kind, detail):
-    before = session.world.content_hash()
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind)
-    assert detail in r.message
-    assert session.world.content_hash() == before
+    refused(session, tool, kind, detail, **args)
 
 
 def test_reads(session):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, row
 
 ME = "nora@sales.test"
 NOW = "2026-03-02T09:00:00Z"  # the first step runs at this second, each later step one second on
@@ -36,31 +37,11 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("crm")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "crm.deals", "where": ["stage = 'closed_won'"]}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        s.reset()
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+runtime, session = app_fixtures("crm", ROWS, persona=ME, base_time=NOW)
 
 
 def deal(s, id):
-    return next(r for r in s.world.rows("crm.deals") if r["id"] == id)
+    return row(s, "crm.deals", id)
 
 
 def test_create_deal_starts_in_prospecting_owned_by_the_account_owner(session):
@@ -99,8 +80,8 @@ def test_create_account_and_reassign_it(session):
     assert r.output["created"]["id"] == 4 and r.output["created"]["status"] == "prospect"
     assert call(session, "assign_account_owner", account_id=4, owner="omar@sales.test").ok
     assert call(session, "update_account_tier", account_id=4, tier="enterprise").ok
-    row = next(a for a in session.world.rows("crm.accounts") if a["id"] == 4)
-    assert (row["owner"], row["tier"], row["country"]) == ("omar@sales.test", "enterprise", None)
+    account = row(session, "crm.accounts", 4)
+    assert (account["owner"], account["tier"], account["country"]) == ("omar@sales.test", "enterprise", None)
 
 
 REFUSALS = [
@@ -142,12 +123,8 @@ REFUSALS = [
 
 @pytest.mark.parametrize("tool,args,kind,text", REFUSALS, ids=[f"{t}-{m[:30]}" for t, _, _, m in REFUSALS])
 def test_refusals_name_the_problem_and_leave_the_world_unchanged(runtime, session, tool, args, kind, text):
-    before = session.world.content_hash()
-    r = call(session, tool, **args)
-    assert not r.ok
-    assert r.error == kind
-    assert text in r.message
-    assert session.world.content_hash() == before == runtime.w0_hash
+    refused(session, tool, kind, text, **args)
+    assert session.world.content_hash() == runtime.w0_hash
 
 
 def test_reads(session):

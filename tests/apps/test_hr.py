@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_runtime, call, open_session, refused, row
 
 NOW = "2026-03-04T09:00:00Z"
 VP, INES, MARK, HANNA = "grace@corvid.test", "ines@corvid.test", "mark@corvid.test", "hanna@corvid.test"
@@ -38,45 +41,22 @@ ROWS = {
 }
 
 
-def make_runtime(actor: str) -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("hr")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": actor},
-        "verifier": {"positive": [{"entity": "hr.leave_requests", "where": ["status = 'approved'"], "count": ">= 2"}]},
-        "reference_solution": [],
-    }))
-
-
-RUNTIMES = {actor: make_runtime(actor) for actor in (INES, HANNA, "outsider@else.test")}
+RUNTIMES = {actor: app_runtime("hr", ROWS, persona=actor, base_time=NOW) for actor in (INES, HANNA, "outsider@else.test")}
 
 
 @pytest.fixture
 def as_actor():
-    opened = []
-
-    def open_session(actor):
-        s = RUNTIMES[actor].session()
-        s.reset()
-        opened.append(s)
-        return s
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+    """``as_actor(email)``: a fresh session acting as that person; all are closed after the test."""
+    with ExitStack() as opened:
+        yield lambda actor: opened.enter_context(open_session(RUNTIMES[actor]))
 
 
 def leave(s, id):
-    return next(r for r in s.world.rows("hr.leave_requests") if r["id"] == id)
+    return row(s, "hr.leave_requests", id)
 
 
 def emp(s, id):
-    return next(r for r in s.world.rows("hr.employees") if r["id"] == id)
+    return row(s, "hr.employees", id)
 
 
 def test_manager_approves_and_denies_their_reports_leave(as_actor):
@@ -157,21 +137,13 @@ REFUSALS = [
 @pytest.mark.parametrize("actor,tool,args,kind,text", REFUSALS, ids=[f"{t}-{m[:30]}" for _, t, _, _, m in REFUSALS])
 def test_refusals_name_the_problem_and_leave_the_world_unchanged(as_actor, actor, tool, args, kind, text):
     s = as_actor(actor)
-    r = call(s, tool, **args)
-    assert not r.ok
-    assert r.error == kind
-    assert text in r.message
+    refused(s, tool, kind, text, **args)
     assert s.world.content_hash() == RUNTIMES[actor].w0_hash
 
 
 def test_reviewing_a_terminated_report_is_refused():
     rows = {**ROWS, "hr.employees": [*ROWS["hr.employees"][:-1], {**ROWS["hr.employees"][-1], "manager_id": 2}]}
-    rt = Runtime(Environment.parse({
-        "apps": [load_app("hr")], "world": {"base_time": NOW, "tables": rows}, "request": "test", "persona": {"email": INES},
-        "verifier": {"positive": [{"entity": "hr.reviews", "count": ">= 2"}]}, "reference_solution": [],
-    }))
-    with rt.session() as s:
-        s.reset()
+    with open_session(app_runtime("hr", rows, persona=INES, base_time=NOW)) as s:
         r = call(s, "record_performance_review", employee_id=40, period="2025-H2", rating=3, summary="x")
         assert (r.error, r.message) == (ErrorKind.INVALID_TRANSITION, "Employee 40 is terminated and cannot be reviewed.")
 

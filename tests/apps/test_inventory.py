@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, row
 
 ME = "luis@warehouse.test"
 NOW = "2026-03-02T10:00:00Z"
@@ -39,27 +40,7 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("inventory")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "inventory.orders", "where": ["status = 'shipped'"], "count": ">= 2"}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        s.reset()
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+runtime, session = app_fixtures("inventory", ROWS, persona=ME, base_time=NOW)
 
 
 def stock(s):
@@ -70,7 +51,7 @@ def test_ship_order_takes_every_lines_stock_and_records_a_shipment(session):
     r = call(session, "ship_order", order_id=1, carrier="ups", tracking_number="1Z-1")
     assert r.ok, r.message
     assert stock(session) == {"WID-100": 35, "GAD-200": 3, "OLD-900": 50}
-    order = next(o for o in session.world.rows("inventory.orders") if o["id"] == 1)
+    order = row(session, "inventory.orders", 1)
     assert (order["status"], order["shipped_at"]) == ("shipped", NOW)
     assert session.world.rows("inventory.shipments") == [
         {"id": 1, "order_id": 1, "warehouse": "RNO-1", "carrier": "ups", "tracking_number": "1Z-1", "shipped_by": ME, "shipped_at": NOW}]
@@ -84,13 +65,13 @@ def test_place_order_and_add_lines_priced_at_the_current_price(session):
     r = call(session, "add_order_line", order_id=5, sku="GAD-200", quantity=5)  # exactly the stock on hand
     assert r.ok, r.message
     assert r.output["created"] == {"id": 6, "order_id": 5, "sku": "GAD-200", "quantity": 5, "unit_price": 149.0, "line_total": 745.0}
-    assert next(o for o in session.world.rows("inventory.orders") if o["id"] == 5)["total"] == 795.0
+    assert row(session, "inventory.orders", 5)["total"] == 795.0
     assert stock(session)["GAD-200"] == 5  # adding a line reserves nothing; shipping takes the stock
 
 
 def test_cancel_adjust_and_restock(session):
     assert call(session, "cancel_order", order_id=2, reason="customer asked").ok
-    order = next(o for o in session.world.rows("inventory.orders") if o["id"] == 2)
+    order = row(session, "inventory.orders", 2)
     assert (order["status"], order["cancel_reason"], order["cancelled_at"]) == ("cancelled", "customer asked", NOW)
     assert call(session, "adjust_stock", sku="GAD-200", delta=-2, reason="damaged in transit").ok
     assert stock(session)["GAD-200"] == 3
@@ -124,10 +105,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize("tool,args,kind,text", REFUSALS, ids=[f"{t}-{m[:30]}" for t, _, _, m in REFUSALS])
 def test_refusals_name_the_problem_and_leave_the_world_unchanged(runtime, session, tool, args, kind, text):
-    r = call(session, tool, **args)
-    assert not r.ok
-    assert r.error == kind
-    assert text in r.message
+    refused(session, tool, kind, text, **args)
     assert session.world.content_hash() == runtime.w0_hash
 
 

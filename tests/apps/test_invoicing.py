@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_runtime, call, open_session, refused, row, rows
 
 CLERK = "clerk@ap.test"
 CONTROLLER = "jon@ap.test"  # approval limit 5000
@@ -43,41 +46,18 @@ ROWS = {
 }
 
 
-def make_runtime(actor: str) -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("invoicing")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": actor},
-        "verifier": {"positive": [{"entity": "invoicing.invoices", "where": ["status = 'paid'"], "count": ">= 2"}]},
-        "reference_solution": [],
-    }))
-
-
-RUNTIMES = {actor: make_runtime(actor) for actor in (CLERK, CONTROLLER, MANAGER)}
+RUNTIMES = {actor: app_runtime("invoicing", ROWS, persona=actor, base_time=NOW) for actor in (CLERK, CONTROLLER, MANAGER)}
 
 
 @pytest.fixture
 def as_actor():
-    opened = []
-
-    def open_session(actor):
-        s = RUNTIMES[actor].session()
-        s.reset()
-        opened.append(s)
-        return s
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+    """``as_actor(email)``: a fresh session acting as that person; all are closed after the test."""
+    with ExitStack() as opened:
+        yield lambda actor: opened.enter_context(open_session(RUNTIMES[actor]))
 
 
 def inv(s, id):
-    return next(r for r in s.world.rows("invoicing.invoices") if r["id"] == id)
+    return row(s, "invoicing.invoices", id)
 
 
 def test_invoice_lifecycle_create_submit_approve_pay(as_actor):
@@ -104,7 +84,7 @@ def test_invoice_lifecycle_create_submit_approve_pay(as_actor):
     assert r.ok, r.message
     row = inv(controller, 2)
     assert (row["status"], row["amount_paid"], row["paid_at"]) == ("paid", 1980.5, "2026-03-09T09:00:04Z")
-    assert [(p["amount"], p["method"], p["recorded_by"]) for p in controller.world.rows("invoicing.payments") if p["invoice_id"] == 2] == [
+    assert [(p["amount"], p["method"], p["recorded_by"]) for p in rows(controller, "invoicing.payments", invoice_id=2)] == [
         (980.5, "ach", CONTROLLER), (1000.0, "wire", CONTROLLER)]
 
 
@@ -158,10 +138,7 @@ REFUSALS = [
 @pytest.mark.parametrize("actor,tool,args,kind,text", REFUSALS, ids=[f"{t}-{m[:30]}" for _, t, _, _, m in REFUSALS])
 def test_refusals_name_the_problem_and_leave_the_world_unchanged(as_actor, actor, tool, args, kind, text):
     s = as_actor(actor)
-    r = call(s, tool, **args)
-    assert not r.ok
-    assert r.error == kind
-    assert text in r.message
+    refused(s, tool, kind, text, **args)
     assert s.world.content_hash() == RUNTIMES[actor].w0_hash
 
 
@@ -173,13 +150,8 @@ def test_payment_of_exactly_the_balance_is_allowed(as_actor):
 
 
 def test_cent_amounts_that_float_addition_rounds_down_still_settle():
-    rows = {**ROWS, "invoicing.invoices": [*ROWS["invoicing.invoices"], invoice(9, 1, 300.3, "approved")]}
-    rt = Runtime(Environment.parse({
-        "apps": [load_app("invoicing")], "world": {"base_time": NOW, "tables": rows}, "request": "test", "persona": {"email": CLERK},
-        "verifier": {"positive": [{"entity": "invoicing.invoices", "where": ["id = 9", "status = 'paid'"]}]}, "reference_solution": [],
-    }))
-    with rt.session() as s:
-        s.reset()
+    tables = {**ROWS, "invoicing.invoices": [*ROWS["invoicing.invoices"], invoice(9, 1, 300.3, "approved")]}
+    with open_session(app_runtime("invoicing", tables, persona=CLERK, base_time=NOW)) as s:
         assert call(s, "record_payment", invoice_id=9, amount=100.1, method="ach").ok
         assert call(s, "record_payment", invoice_id=9, amount=200.2, method="ach").ok  # sum: 300.29999999999995
         assert call(s, "record_payment", invoice_id=9, amount=0.01, method="ach").error == ErrorKind.CONSTRAINT_VIOLATION

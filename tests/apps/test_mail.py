@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, row
 
 ME = "me@acme.test"
 NOW = "2026-02-02T09:00:00Z"  # base_time: the first step runs at this second, the next one second later
@@ -32,30 +33,11 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("mail")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "mail.messages", "where": ["in_reply_to = 1"]}]},
-        "reference_solution": [],
-    }))
+runtime, session = app_fixtures("mail", ROWS, persona=ME, base_time=NOW)
 
 
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:  # a fresh session starts at W0
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
-
-
-def row(s, id):
-    return next(r for r in s.world.rows("mail.messages") if r["id"] == id)
+def email(s, id):
+    return row(s, "mail.messages", id)
 
 
 def test_send_email_starts_a_thread_in_sent(session):
@@ -65,13 +47,13 @@ def test_send_email_starts_a_thread_in_sent(session):
         "id": 6, "thread_id": 6, "folder": "sent", "sender": ME, "recipients": ["ana@client.test"], "cc": ["boss@acme.test"],
         "subject": "Hello", "body": "Hi Ana", "note": None, "is_read": True, "sensitivity": "normal",
         "in_reply_to": None, "forwarded_from": None, "sent_at": NOW}}
-    assert row(session, 6)["thread_id"] == 6
+    assert email(session, 6)["thread_id"] == 6
 
 
 def test_reply_joins_the_thread_and_keeps_the_subject(session):
     r = call(session, "reply_to_email", message_id=1, to=["ana@client.test"], body="Renewal is fine.")
     assert r.ok, r.message
-    new = row(session, 6)
+    new = email(session, 6)
     assert (new["thread_id"], new["in_reply_to"], new["subject"], new["folder"], new["sender"], new["recipients"]) == (
         1, 1, "Contract renewal", "sent", ME, ["ana@client.test"])
     thread = call(session, "get_email_thread", thread_id=1).output
@@ -81,7 +63,7 @@ def test_reply_joins_the_thread_and_keeps_the_subject(session):
 def test_forward_copies_subject_and_body_with_a_note(session):
     r = call(session, "forward_email", message_id=1, to=["legal@acme.test"], note="Please review")
     assert r.ok, r.message
-    new = row(session, 6)
+    new = email(session, 6)
     assert (new["forwarded_from"], new["thread_id"], new["subject"], new["body"], new["note"], new["recipients"]) == (
         1, 6, "Contract renewal", "Body of Contract renewal.", "Please review", ["legal@acme.test"])
 
@@ -90,7 +72,7 @@ def test_move_mark_read_and_create_folder(session):
     assert call(session, "create_mail_folder", name="clients").ok
     assert call(session, "move_email", message_id=1, folder="clients").ok
     assert call(session, "mark_email_read", message_id=1, read=True).ok
-    assert (row(session, 1)["folder"], row(session, 1)["is_read"]) == ("clients", True)
+    assert (email(session, 1)["folder"], email(session, 1)["is_read"]) == ("clients", True)
     assert {"name": "clients", "kind": "custom", "description": None} in session.world.rows("mail.folders")
 
 
@@ -112,11 +94,7 @@ def test_move_mark_read_and_create_folder(session):
     ("get_email_thread", {"thread_id": 99}, ErrorKind.NOT_FOUND, "No conversation thread 99."),
 ])
 def test_refusals(session, tool, args, kind, detail):
-    before = session.world.content_hash()
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind)
-    assert detail in r.message
-    assert session.world.content_hash() == before
+    refused(session, tool, kind, detail, **args)
 
 
 def test_reads(session):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, row
 
 NF, DENIED, BAD = ErrorKind.NOT_FOUND, ErrorKind.PERMISSION_DENIED, ErrorKind.CONSTRAINT_VIOLATION
 STUCK = ErrorKind.INVALID_TRANSITION
@@ -55,31 +56,11 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("projects")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "projects.cards", "where": ["archived = true", "id = 1"]}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        s.reset()
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+runtime, session = app_fixtures("projects", ROWS, persona=ME, base_time=NOW)
 
 
 def get(s, id):
-    return next(r for r in s.world.rows("projects.cards") if r["id"] == id)
+    return row(s, "projects.cards", id)
 
 
 def test_move_card_goes_to_the_bottom_of_the_target_list(session):
@@ -158,9 +139,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize("tool, args, kind, detail", REFUSALS, ids=[f"{r[0]}-{r[2].value}-{i}" for i, r in enumerate(REFUSALS)])
 def test_refusals_name_the_problem_and_change_nothing(session, runtime, tool, args, kind, detail):
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind), r.message
-    assert detail in r.message
+    refused(session, tool, kind, detail, **args)
     assert session.world.content_hash() == runtime.w0_hash
 
 

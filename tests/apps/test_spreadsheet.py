@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, rows
 
 NF, DENIED, BAD = ErrorKind.NOT_FOUND, ErrorKind.PERMISSION_DENIED, ErrorKind.CONSTRAINT_VIOLATION
 
@@ -40,39 +41,19 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("spreadsheet")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "spreadsheet.cells", "where": ["value = 'approved'"]}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        s.reset()
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+runtime, session = app_fixtures("spreadsheet", ROWS, persona=ME, base_time=NOW)
 
 
 def grid(s, sheet):
     """(row, col) -> (value, number) of every cell of a sheet, blanks included."""
-    return {(c["row"], c["col"]): (c["value"], c["number"]) for c in s.world.rows("spreadsheet.cells") if c["sheet_id"] == sheet}
+    return {(c["row"], c["col"]): (c["value"], c["number"]) for c in rows(s, "spreadsheet.cells", sheet_id=sheet)}
 
 
 def test_update_cell_rewrites_value_and_number_and_stamps_the_editor(session):
     r = call(session, "update_cell", sheet_id=2, row=2, col="B", value="45.50", number=45.5)
     assert r.ok, r.message
     assert r.output["updated"] == 1
-    changed = next(c for c in session.world.rows("spreadsheet.cells") if (c["sheet_id"], c["row"], c["col"]) == (2, 2, "B"))
+    changed, = rows(session, "spreadsheet.cells", sheet_id=2, row=2, col="B")
     assert changed == {"id": 11, "sheet_id": 2, "row": 2, "col": "B", "value": "45.50", "number": 45.5,
                        "updated_by": ME, "updated_at": NOW}
     assert session.world.rows("spreadsheet.workbooks")[1]["updated_at"] == NOW
@@ -138,9 +119,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize("tool, args, kind, detail", REFUSALS, ids=[f"{r[0]}-{r[2].value}-{i}" for i, r in enumerate(REFUSALS)])
 def test_refusals_name_the_problem_and_change_nothing(session, runtime, tool, args, kind, detail):
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind), r.message
-    assert detail in r.message
+    refused(session, tool, kind, detail, **args)
     assert session.world.content_hash() == runtime.w0_hash
 
 

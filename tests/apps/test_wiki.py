@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused, row
 
 ME, TOM, HANA = "me@acme.test", "tom@acme.test", "hana@acme.test"
 NOW = "2026-03-09T08:00:00Z"
@@ -33,30 +34,11 @@ ROWS = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("wiki")],
-        "world": {"base_time": NOW, "tables": ROWS},
-        "request": "test",
-        "persona": {"email": ME},
-        "verifier": {"positive": [{"entity": "wiki.pages", "where": ["id = 1", "version = 4"]}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+runtime, session = app_fixtures("wiki", ROWS, persona=ME, base_time=NOW)
 
 
 def get(s, id):
-    return next(r for r in s.world.rows("wiki.pages") if r["id"] == id)
+    return row(s, "wiki.pages", id)
 
 
 def test_update_page_body_bumps_the_version_and_records_history(session):
@@ -112,11 +94,7 @@ def test_create_publish_archive_restore_comment(session):
     ("list_space_editors", {"space": "XX"}, ErrorKind.NOT_FOUND, "No space XX."),
 ])
 def test_refusals(session, tool, args, kind, detail):
-    before = session.world.content_hash()
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind)
-    assert detail in r.message
-    assert session.world.content_hash() == before
+    refused(session, tool, kind, detail, **args)
 
 
 def test_reads(session):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from envtrain.apps import load_app
-from envtrain.core import Environment, ErrorKind, Runtime
+from envtrain.core import ErrorKind
+
+from .kit import app_fixtures, call, refused
 
 NF, DENIED, STUCK = ErrorKind.NOT_FOUND, ErrorKind.PERMISSION_DENIED, ErrorKind.INVALID_TRANSITION
 
@@ -16,26 +18,7 @@ FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Runtime:
-    return Runtime(Environment.parse({
-        "apps": [load_app("workspace")],
-        "world": {"files": FILES},
-        "request": "test",
-        "verifier": {"positive": [{"entity": "files", "where": ["path = 'reports/2026-03.md'"]}]},
-        "reference_solution": [],
-    }))
-
-
-@pytest.fixture
-def session(runtime):
-    with runtime.session() as s:
-        s.reset()
-        yield s
-
-
-def call(s, tool, **args):
-    return s.step({"tool": tool, "arguments": args})
+runtime, session = app_fixtures("workspace", files=FILES)
 
 
 def test_the_app_owns_no_entity_and_reads_are_not_writes():
@@ -80,9 +63,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize("tool, args, kind, detail", REFUSALS, ids=[f"{r[0]}-{r[2].value}-{i}" for i, r in enumerate(REFUSALS)])
 def test_refusals_name_the_problem_and_change_nothing(session, runtime, tool, args, kind, detail):
-    r = call(session, tool, **args)
-    assert (r.ok, r.error) == (False, kind), r.message
-    assert detail in r.message
+    refused(session, tool, kind, detail, **args)
     assert session.world.content_hash() == runtime.w0_hash
 
 
