@@ -1,0 +1,1 @@
+"""The one rollout engine: episodes, trajectory records, filters and resumable datasets."""
