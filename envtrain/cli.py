@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -26,7 +26,7 @@ def _console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def _die(message: str, code: int = 2) -> None:
+def _die(message: str, code: int = 2) -> NoReturn:
     Console(stderr=True, highlight=False, soft_wrap=True).print("error:", message, style="bold red", markup=False)
     raise typer.Exit(code)
 
@@ -200,6 +200,122 @@ def env_play(path: Path = typer.Argument(..., help="An environment file.")) -> N
                 step = session.step({"tool": name, "arguments": rest.strip() or "{}"})
                 console.print(str(step.status), style="green" if step.ok else "red", end=" ")
                 console.print(step.content(), markup=False)
+
+
+@app.command("collect")
+def collect_cmd(
+    envs: Path = typer.Option(..., help="A folder of environment documents (searched recursively), or one file."),
+    policy: str = typer.Option(..., help="oracle | noop | hf:PATH | openai:URL[,URL...] | vllm:MODEL"),
+    out: Path = typer.Option(..., help="Output folder: the dataset, its shards and summary.json. A rerun resumes."),
+    attempts: int = typer.Option(1, min=1, help="Episodes per environment."),
+    keep_per_env: int = typer.Option(3, min=1, help="At most this many kept trajectories per environment."),
+    min_score: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Also keep failed episodes with this native score."),
+    shard: str = typer.Option("0/1", help="I/N: run the environments whose id falls in part I of N."),
+    concurrency: int = typer.Option(8, min=1, help="Episodes at once."),
+    temperature: float = typer.Option(0.7, min=0.0),
+    max_tokens: int = typer.Option(1024, min=1, help="Tokens per assistant turn."),
+    max_turns: int = typer.Option(50, min=1),
+    max_seconds: float = typer.Option(600.0, min=1.0, help="Wall time per episode."),
+    seed: Optional[int] = typer.Option(None),
+    retries: int = typer.Option(5, min=0, help="openai: retries per request on connection errors, 429 and 5xx."),
+    request_timeout: float = typer.Option(120.0, min=0.1, help="openai: seconds per HTTP request."),
+    push_to_hub: Optional[str] = typer.Option(None, help="Push the kept dataset to this Hub repo when done."),
+) -> None:
+    """Collect verifier-filtered trajectories from a policy over environments."""
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from envtrain.agent.registry import make_policy
+    from envtrain.agent.types import SamplingParams
+    from envtrain.rollout.collect import CollectConfig, collect, push_to_hub as push, summary_table
+    from envtrain.rollout.episode import RolloutLimits
+    from envtrain.rollout.store import StoreError
+
+    try:
+        index, count = (int(x) for x in shard.split("/"))
+        if not 0 <= index < count:
+            raise ValueError
+    except ValueError:
+        _die(f"--shard takes I/N with 0 <= I < N, got {shard!r}")
+    if not envs.exists():
+        _die(f"{envs}: no such file or folder")
+    cfg = CollectConfig(
+        envs=envs, out=out, attempts=attempts, keep_per_env=keep_per_env, min_score=min_score, shard=(index, count),
+        concurrency=concurrency, sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
+        limits=RolloutLimits(max_turns=max_turns, max_seconds=max_seconds),
+    )
+    options = {"max_retries": retries, "timeout": request_timeout, "concurrency": concurrency} if policy.startswith("openai:") else {}
+    try:
+        agent = make_policy(policy, **options)
+    except (ValueError, OSError) as exc:
+        _die(str(exc))
+    _quiet_datasets()
+    console = _console()
+    if policy == "oracle":
+        console.print("[yellow]policy oracle replays each reference solution: a fixture, not a model result[/]")
+    passed = [0, 0]
+    with Progress(TextColumn("collect"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                  TimeRemainingColumn(), console=Console(stderr=True)) as bar:
+        task = bar.add_task("collect", total=None, rate="")
+
+        def started(total: int) -> None:
+            bar.update(task, total=total)
+
+        def episode(traj) -> None:
+            passed[0] += traj.passed
+            passed[1] += 1
+            bar.update(task, advance=1, rate=f"pass {passed[0] / passed[1]:.2f}")
+
+        async def run():
+            try:
+                return await collect(cfg, agent, on_episode=episode, on_start=started)
+            finally:
+                await agent.aclose()
+
+        try:
+            summary = asyncio.run(run())
+        except StoreError as exc:
+            _die(f"{exc}; what was written is kept: rerun the same command to resume", code=1)
+        except SpecError as exc:
+            _die(str(exc))
+    table = Table(title=f"collect: {policy}" + (" (oracle fixture)" if policy == "oracle" else ""))
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in summary_table(summary):
+        table.add_row(name, escape(value))
+    console.print(table)
+    for path, why in summary.failed_environments.items():
+        console.print(f"not loaded: {path}: {why}", markup=False, style="red")
+    console.print(f"dataset: {out} ({summary.kept} kept of {summary.attempts}); load with datasets.load_from_disk", markup=False)
+    if push_to_hub:
+        push(out, push_to_hub)
+
+
+@app.command("merge")
+def merge_cmd(
+    dirs: list[Path] = typer.Argument(..., help="Collection outputs to concatenate (e.g. the N shards of one run)."),
+    out: Path = typer.Option(..., help="Where the merged dataset goes."),
+) -> None:
+    """Concatenate collection datasets; refuses if any (environment, attempt) appears twice."""
+    from envtrain.rollout.store import StoreError, merge
+
+    for d in dirs:
+        if not (d / "state.json").exists():
+            _die(f"{d}: not a collection output (no dataset there)")
+    _quiet_datasets()
+    try:
+        merged = merge(dirs, out)
+    except StoreError as exc:
+        _die(str(exc), code=1)
+    _console().print(f"{len(merged)} trajectories from {len(dirs)} datasets -> {out}", markup=False)
+
+
+def _quiet_datasets() -> None:
+    # The datasets library draws a bar per shard it saves; the command draws its own.
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
 
 
 def main(argv: Optional[list[str]] = None) -> None:
