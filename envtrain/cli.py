@@ -18,6 +18,16 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Build, scale
 env_app = typer.Typer(no_args_is_help=True, help="Check, show or play one environment.")
 app.add_typer(env_app, name="env")
 
+
+def _register_builders() -> None:
+    # Each builder keeps its command beside its code; they import only typer and rich at load time.
+    from envtrain.compose.cli import compose_app
+
+    app.add_typer(compose_app, name="compose")
+
+
+_register_builders()
+
 ENV_SUFFIXES = (".json", ".yaml", ".yml")
 
 

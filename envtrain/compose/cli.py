@@ -1,0 +1,97 @@
+"""``envtrain compose``: build admitted environments from atoms (register with
+``app.add_typer(compose_app, name="compose")`` in envtrain/cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+compose_app = typer.Typer(add_completion=False, help="Compose environments from atoms (LegoEnv): build, guard, admit.")
+
+
+def _die(message: str) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print("error:", message, style="bold red", markup=False)
+    raise typer.Exit(2)
+
+
+@compose_app.callback(invoke_without_command=True)
+def compose(
+    n: int = typer.Option(..., "--n", min=1, help="How many environments to build (each index is admitted or rejected with a reason)."),
+    seed: int = typer.Option(0, "--seed", help="Run seed; with --n it fixes every environment."),
+    out: Path = typer.Option(Path("compose-out"), "--out", help="Output folder: envs/<id>.json, manifest.jsonl, report.json."),
+    apps: Optional[list[str]] = typer.Option(None, "--apps", help="Only skeletons whose apps are all listed (repeat or comma-separate)."),
+    datasets: Optional[list[str]] = typer.Option(None, "--datasets", help="Only these tables, package/item (repeat or comma-separate)."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per CPU)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Data-card cache folder (default: OUT/cache)."),
+    atoms: Optional[Path] = typer.Option(None, "--atoms", help="A custom atom file (YAML/JSON: rules, intents, kinds, seeds)."),
+    budget: int = typer.Option(400, "--budget", min=1, help="Tool calls admission condition (4) may try per environment."),
+) -> None:
+    """Build N environments; resume a run by repeating the same command with the same --out."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from envtrain.core.errors import SpecError
+    from envtrain.compose.pipeline import ComposeConfig, default_workers, run
+
+    names = _split(apps)
+    try:
+        config = ComposeConfig(n=n, seed=seed, out=out, apps=names, datasets=_split(datasets), workers=workers or default_workers(),
+                               cache_dir=cache, atoms=atoms, search_budget=budget)
+    except ValueError as exc:
+        _die(str(exc).splitlines()[0])
+    err = Console(stderr=True, highlight=False)
+    with Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("compose", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            report = run(config, progress=progress, log=lambda m: err.print(m, markup=False))
+        except SpecError as exc:
+            _die(str(exc))
+    print_summary(report, Console(highlight=False, soft_wrap=True))
+
+
+def _split(values: Optional[list[str]]) -> tuple[str, ...] | None:
+    return tuple(v.strip() for item in (values or []) for v in item.split(",") if v.strip()) or None
+
+
+def print_summary(report: dict[str, Any], console: Console) -> None:
+    this = report["this_run"]
+    console.print(f"indices {report['indices']}  built {report['built']}  admitted {report['admitted']}"
+                  f"  admission rate {report['admission_rate']}  ({report['seconds']} s;"
+                  f" this run {this['processed']} processed, {this['environments_per_second']} env/s,"
+                  f" {this['admitted_per_second']} admitted/s)")
+    sk = report["skeletons"]
+    table = Table(title="skeletons: share satisfying each constraint")
+    table.add_column("constraint")
+    table.add_column("recombined candidates", justify="right")
+    table.add_column("random skeletons (App. H)", justify="right")
+    rec = sk["recombination"]
+    for c in sk["constraints"]:
+        table.add_row(c, f"{rec['tried'] - rec['violations'][c]}/{rec['tried']}", f"{sk['random']['satisfied'][c]:.1%}")
+    table.add_row("all four", f"{rec['valid'] + rec['duplicates']}/{rec['tried']}",
+                  f"{sk['random']['all four (one intent carries the rule)']:.1%}")
+    console.print(table)
+    console.print(f"skeleton pool: {sk['pool']} ({sk['seeds']} seeds, {rec['valid']} recombined)")
+    for title, key in (("archetype", "archetypes"), ("app", "apps"), ("carrier", "carriers"), ("operation kind", "operation_kinds")):
+        counts = report["counts"][key]
+        t = Table(title=f"admitted by {title}")
+        t.add_column(title)
+        t.add_column("envs", justify="right")
+        for name, value in counts.items():
+            t.add_row(str(name), str(value))
+        console.print(t)
+    reasons = report["rejections"]["by_reason"]
+    if reasons:
+        t = Table(title="rejections")
+        t.add_column("reason", overflow="fold")
+        t.add_column("count", justify="right")
+        for name, value in reasons.items():
+            t.add_row(name, str(value))
+        console.print(t)
