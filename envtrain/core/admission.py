@@ -18,6 +18,8 @@ from typing import Any, Iterator, Mapping
 
 from envtrain.core.condition import Assertion
 from envtrain.core.env import Environment
+from envtrain.core.args import compile_validator
+from envtrain.core.errors import ToolError
 from envtrain.core.expr import Lit, walk
 from envtrain.core.runtime import CompiledTool, Handler
 from envtrain.core.session import Runtime, Session
@@ -250,6 +252,8 @@ def _aimed_calls(check: _Check, target: Assertion, pools: dict[str, list[Any]]) 
                 hints.setdefault(key, []).extend(values)
     rng = random.Random(check.seed)
     columns = {c.column for c in target.where}
+    loose = [v for c in target.where if isinstance(c.value, Lit) and c.value.value is not None
+             for v in (c.value.value if isinstance(c.value.value, tuple) else (c.value.value,)) if isinstance(v, str)][:4]
 
     def rank(tool: CompiledTool) -> int:
         # Changing or removing the rows the assertion reads first, adding rows next.
@@ -279,7 +283,10 @@ def _aimed_calls(check: _Check, target: Assertion, pools: dict[str, list[Any]]) 
             options = list(hints.get(name, [])[1:]) + [v for v in schema.get("enum", []) if v != base.get(name)]
             if "enum" not in schema and name in required:
                 # The first value may be a no-op (an assertion's literal is often the current value).
-                options += [v for v in pools.get(name, [])[:4] if v != base.get(name) and v not in options]
+                fits = _fits(name, schema)
+                options += [v for v in pools.get(name, [])[:4] if v != base.get(name) and v not in options and fits(v)]
+                if name not in hints:  # a literal no parameter is named for may still belong here (a cell's value)
+                    options += [v for v in loose if v not in options and v != base.get(name) and fits(v)]
             for option in options:
                 yield {"tool": name_, "arguments": {**base, name: option}}
 
@@ -345,18 +352,29 @@ def _arguments(tool: CompiledTool, literals: list[Any], pools: dict[str, list[An
     return args
 
 
+def _fits(name: str, schema: dict[str, Any]) -> Any:
+    """Whether a value satisfies the parameter's own schema (type, length, range): a guess the tool
+    would refuse (an empty subject, say) tests nothing."""
+    check = compile_validator({"type": "object", "properties": {name: schema}})
+
+    def fits(value: Any) -> bool:
+        if value is None:
+            return False
+        try:
+            check({name: value})
+        except ToolError:
+            return False
+        return True
+    return fits
+
+
 def _guess(name: str, schema: dict[str, Any], literals: list[Any], pools: dict[str, list[Any]], rng: random.Random, *, exact: bool) -> Any:
     kind = schema.get("type")
     if "enum" in schema:
         options = list(schema["enum"])
         hinted = [v for v in literals if v in options]
         return hinted[0] if exact and hinted else rng.choice(options)
-    fits = {
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-        "string": lambda v: isinstance(v, str),
-        "boolean": lambda v: isinstance(v, bool),
-    }.get(kind if isinstance(kind, str) else "", lambda v: True)
+    fits = _fits(name, schema)
     if kind == "array":
         item = _guess(name, schema.get("items", {}), literals, pools, rng, exact=exact)
         return [item]
