@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import posixpath
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from envtrain.core.errors import ErrorKind, ToolError
 from envtrain.core.runtime import Handler, ToolContext
@@ -97,6 +97,28 @@ def search_files(ctx: ToolContext, args: dict[str, Any]) -> Any:
         lines = [f"{i}: {line}" for i, line in enumerate(content.splitlines(), 1) if query.lower() in line.lower()]
         hits.append({"path": path, "lines": lines[:20]})
     return {"items": hits, "next_offset": None}
+
+
+# Handler families by name prefix: "files.read" comes from builtin_handlers, "bfcl.GorillaFileSystem.ls" from
+# BFCL's adapter. Read-only; a family's module is imported only when an environment names one of its handlers.
+HANDLER_PROVIDERS: Mapping[str, str] = MappingProxyType({
+    "files": "envtrain.apps.handlers:builtin_handlers",
+    "bfcl": "envtrain.bench.bfcl.env:bfcl_handlers",
+})
+
+
+def handlers_for(names: Iterable[str]) -> Mapping[str, Handler]:
+    """Every handler the named tools need, loading only the families they come from."""
+    import importlib
+
+    out: dict[str, Handler] = dict(builtin_handlers())
+    for family in sorted({name.split(".", 1)[0] for name in names} - {"files"}):
+        provider = HANDLER_PROVIDERS.get(family)
+        if provider is None:
+            continue  # the runtime reports the unregistered handler by name
+        module, _, function = provider.partition(":")
+        out.update(getattr(importlib.import_module(module), function)())
+    return MappingProxyType(out)
 
 
 def builtin_handlers() -> Mapping[str, Handler]:

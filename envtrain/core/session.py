@@ -58,9 +58,9 @@ class Runtime:
 
     def __init__(self, env: Environment, *, handlers: Mapping[str, Handler] | None = None) -> None:
         if handlers is None:
-            from envtrain.apps.handlers import builtin_handlers
+            from envtrain.apps.handlers import handlers_for
 
-            handlers = builtin_handlers()
+            handlers = handlers_for(t.handler for a in env.apps for t in a.tools if t.handler)
         self.env = env
         self.schema = Schema(env.apps)
         tools: dict[str, CompiledTool] = {}
