@@ -21,9 +21,13 @@ app.add_typer(env_app, name="env")
 
 def _register_builders() -> None:
     # Each builder keeps its command beside its code; they import only typer and rich at load time.
+    from envtrain.bench.cli import export_cmd
     from envtrain.compose.cli import compose_app
+    from envtrain.eval.cli import eval_cmd
 
     app.add_typer(compose_app, name="compose")
+    app.command("eval")(eval_cmd)
+    app.command("bench-export")(export_cmd)
 
 
 _register_builders()
