@@ -24,10 +24,12 @@ def _register_builders() -> None:
     from envtrain.bench.cli import export_cmd
     from envtrain.compose.cli import compose_app
     from envtrain.eval.cli import eval_cmd
+    from envtrain.scale.cli import scale_app
 
     app.add_typer(compose_app, name="compose")
     app.command("eval")(eval_cmd)
     app.command("bench-export")(export_cmd)
+    app.add_typer(scale_app, name="scale")
 
 
 _register_builders()

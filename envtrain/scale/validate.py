@@ -1,0 +1,365 @@
+"""Validation of a candidate child (RES §3.3, App. A): v_k = V(C_{k+1}, E_k, Π_k, Ẽ_{k+1}; ξ_k).
+
+Named checks, each with its own diagnostics:
+
+- ``lineage``: the child names its parent, depth and plan; the registry continues the parent's;
+- ``contract``: objective, persona, verifier, the task's docs, facts and write tools are unchanged;
+- ``replay``: Apply(parent, plan) rebuilds a candidate with the child's hash;
+- ``references``: every view, tool and token the access structure names exists, and every
+  reference, mapping, route, key and detail met during restoration resolves;
+- ``termination``: the prerequisite graph is acyclic and every preparation finishes within a
+  bound of public calls;
+- ``records``: a model-free traversal in a fresh session, through public tools only, recovers
+  every original record exactly once (no loss, no duplication, nothing altered);
+- ``bypass``: the original read path is gone and gated views refuse reads without preparation;
+- ``admission``: the five admission conditions hold with the extended reference solution.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envtrain.core.admission import check_admission
+from envtrain.core.env import Environment
+from envtrain.core.errors import SpecError
+from envtrain.core.session import Runtime
+from envtrain.scale.analysis import FILE_READ_HANDLERS, READ_FAMILIES, canonical_record, current_records, records_hash
+from envtrain.scale.apply import apply_compiled, contract_hash, depth_of, registry_of
+from envtrain.scale.build import fetch_tool, key_arg, leaf_payloads
+from envtrain.scale.graph import cycle
+from envtrain.scale.model import APP, Registry, leaf_ids
+from envtrain.scale.operators import Operator
+from envtrain.scale.operators.base import PlanError
+from envtrain.scale.plan import Plan
+from envtrain.scale.traverse import Traversal, TraversalError, call_bound
+
+CHECKS = ("lineage", "contract", "replay", "references", "termination", "records", "bypass", "admission")
+
+
+class CheckResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    passed: bool
+    messages: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+class Validation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    parent: str
+    child: str
+    plan: str
+    accepted: bool
+    checks: tuple[CheckResult, ...]
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.checks if not c.passed)
+
+    def diagnostics(self) -> list[str]:
+        return [f"{c.name}: {m}" for c in self.checks if not c.passed for m in c.messages]
+
+
+class _Run:
+    def __init__(self) -> None:
+        self.results: dict[str, CheckResult] = {}
+
+    def record(self, name: str, messages: list[str], seconds: float = 0.0) -> None:
+        old = self.results.get(name)
+        if old is not None:
+            messages = list(old.messages) + messages
+            seconds += old.seconds
+        self.results[name] = CheckResult(name=name, passed=not messages, messages=tuple(messages), seconds=round(seconds, 6))
+
+
+def validate(
+    parent: Environment,
+    child: Environment,
+    plan: Plan,
+    *,
+    operators: Mapping[str, Operator] | None = None,
+    admission_budget: int = 400,
+) -> Validation:
+    start = time.perf_counter()
+    run = _Run()
+    evidence: dict[str, Any] = {"reference_length": len(child.reference_solution)}
+    parent_registry = registry_of(parent)
+    registry = _timed(run, "lineage", lambda: _lineage(parent, child, plan, parent_registry))
+    _timed(run, "contract", lambda: _contract(parent, child, parent_registry, registry))
+    runtime = _timed(run, "replay", lambda: _replay(parent, child, plan, operators, evidence))
+    if runtime is None:  # the replay did not give this very child: compile the child itself
+        try:
+            runtime = Runtime(child)
+        except SpecError as exc:
+            run.record("admission", [f"the child does not load: {exc}"])
+    if registry is not None and runtime is not None:
+        _structure(run, child, registry)
+        _restore(run, child, registry, runtime, evidence)
+        _timed(run, "bypass", lambda: _bypass(child, registry, runtime))
+    elif registry is None:
+        for name in ("references", "termination", "records", "bypass"):
+            run.record(name, ["not run: the child carries no access registry"])
+    if runtime is not None:
+        t = time.perf_counter()
+        report = check_admission(child, search_budget=admission_budget)
+        evidence["admission"] = report.to_dict()
+        run.record(
+            "admission",
+            [f"condition {f.condition}: {f.assertion + ': ' if f.assertion else ''}{f.reason}" for f in report.failures],
+            time.perf_counter() - t,
+        )
+    for name in CHECKS:
+        run.results.setdefault(name, CheckResult(name=name, passed=True))
+    checks = tuple(run.results[name] for name in CHECKS)
+    return Validation(
+        parent=parent.id,
+        child=child.id,
+        plan=plan.hash,
+        accepted=all(c.passed for c in checks),
+        checks=checks,
+        evidence=evidence,
+        seconds=round(time.perf_counter() - start, 6),
+    )
+
+
+def _timed(run: _Run, name: str, fn) -> Any:
+    t = time.perf_counter()
+    messages: list[str] = []
+    try:
+        result = fn()
+        if isinstance(result, tuple):
+            result, messages = result
+        elif isinstance(result, list):
+            result, messages = None, result
+    except Exception as exc:  # a check that cannot run fails, with the reason
+        result, messages = None, [f"{type(exc).__name__}: {exc}"]
+    run.record(name, messages, time.perf_counter() - t)
+    return result
+
+
+def _lineage(
+    parent: Environment, child: Environment, plan: Plan, parent_registry: Registry | None
+) -> tuple[Registry | None, list[str]]:
+    out = []
+    prov = child.provenance
+    if plan.parent != parent.id:
+        out.append(f"the plan is for {plan.parent}, the parent is {parent.id}")
+    if prov.parent != parent.id:
+        out.append(f"the child names parent {prov.parent}, not {parent.id}")
+    if prov.source != "scale":
+        out.append(f"the child's source is {prov.source!r}, not 'scale'")
+    if prov.depth != depth_of(parent) + 1:
+        out.append(f"the child is at depth {prov.depth}, the parent at {depth_of(parent)}")
+    if list(prov.plan) != [s.model_dump(mode="json") for s in plan.steps] or prov.settings.get("plan") != plan.hash:
+        out.append("the child does not record this plan")
+    try:
+        registry = registry_of(child)
+    except ValueError as exc:
+        return None, out + [f"the child's access registry does not parse: {str(exc)[:200]}"]
+    if registry is None:
+        return None, out + ["the child carries no access registry"]
+    root = parent_registry.root if parent_registry else parent.id
+    contract = parent_registry.contract if parent_registry else contract_hash(parent, None)
+    if registry.root != root:
+        out.append(f"the registry names root {registry.root}, the lineage's root is {root}")
+    if registry.contract != contract:
+        out.append("the registry's protected-contract hash is not the root's")
+    if parent_registry is not None and registry.original_solution != parent_registry.original_solution:
+        out.append("the registry's original reference solution differs from the parent's")
+    return registry, out
+
+
+def _contract(parent: Environment, child: Environment, parent_registry: Registry | None, registry: Registry | None) -> list[str]:
+    out = []
+    if child.request != parent.request:
+        out.append("the request changed")
+    if child.verifier.model_dump_json() != parent.verifier.model_dump_json():
+        out.append("the verifier changed")
+    if child.persona != parent.persona:
+        out.append("the persona changed")
+    want = contract_hash(parent, parent_registry)
+    if registry is None or contract_hash(child, registry) != want:
+        out.append("the protected contract (objective, verifier, task docs, facts, write tools) does not hash as the parent's")
+    if registry is not None and want != registry.contract:
+        out.append("the parent's protected contract is not the root's")
+    return out
+
+
+def _replay(
+    parent: Environment, child: Environment, plan: Plan, operators, evidence: dict[str, Any]
+) -> tuple[Runtime | None, list[str]]:
+    """Rebuild the candidate from the frozen parent; on a match, its compiled runtime serves the
+    later checks (it runs the very same apps and world)."""
+    try:
+        rebuilt, runtime = apply_compiled(parent, plan, operators=operators, compile=True)
+    except PlanError as exc:
+        return None, [f"the plan does not apply to the parent: {exc}"]
+    evidence["replay"] = rebuilt.id
+    if rebuilt.id == child.id:
+        return runtime, []
+    parts = [
+        name
+        for name in ("apps", "world", "docs", "reference_solution", "provenance", "verifier", "request")
+        if getattr(rebuilt, name) != getattr(child, name)
+    ]
+    return None, [f"replaying the plan on the parent gives {rebuilt.id}, not {child.id} (differs in: {', '.join(parts) or 'id'})"]
+
+
+def _structure(run: _Run, child: Environment, registry: Registry) -> None:
+    """Static: every named view, tool and token exists; no prerequisite cycle."""
+    refs: list[str] = []
+    leaves = {leaf.id: leaf for leaf in registry.leaves}
+    res = next((a for a in child.apps if a.name == APP), None)
+    tools = {t.name for a in child.apps for t in a.tools}
+    entities = set(res.entities) if res else set()
+    for resource in registry.resources:
+        for lid in leaf_ids(resource.tree):
+            if lid not in leaves:
+                refs.append(f"{resource.label}: the tree names view {lid}, which does not exist")
+    for leaf in registry.leaves:
+        if leaf.name not in entities:
+            refs.append(f"view {leaf.id} has no table {leaf.name}")
+        if fetch_tool(leaf) not in tools:
+            refs.append(f"view {leaf.id} has no fetch tool {fetch_tool(leaf)}")
+        for layer in leaf.layers:
+            for b in getattr(layer, "requires", ()):
+                if b.source not in leaves or leaves[b.source].layer(b.layer) is None:
+                    refs.append(f"{fetch_tool(leaf)}: {b.arg} binds a {b.layer} of {b.source}, which does not exist")
+            if layer.kind == "keygate" and layer.directory is not None:
+                refs.extend(
+                    f"{fetch_tool(leaf)}: its key directory names view {lid}, which does not exist"
+                    for lid in leaf_ids(layer.directory)
+                    if lid not in leaves
+                )
+    for doc in child.docs[registry.original_docs :]:
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", doc.body):
+            if name not in tools:
+                refs.append(f"doc {doc.title!r} names tool {name}, which does not exist")
+    run.record("references", refs)
+    loop = cycle(leaves)
+    run.record("termination", [f"prerequisite cycle: {' -> '.join(loop)}"] if loop else [])
+
+
+def _restore(run: _Run, child: Environment, registry: Registry, runtime: Runtime, evidence: dict[str, Any]) -> None:
+    t = time.perf_counter()
+    payloads = leaf_payloads(registry, child.world.tables)
+    rows = sum(len(v) for k, v in child.world.tables.items() if k.startswith(APP + "."))
+    bound = call_bound(registry, rows)
+    lost: list[str] = []
+    counts: dict[str, int] = {}
+    facts_session = runtime.session()  # W0, where the original records are read
+    try:
+        facts = facts_session.world
+        with runtime.session() as session:
+            session.reset()
+            traversal = Traversal(session, registry, bound=bound)
+            for resource in registry.resources:
+                expected = current_records(child, facts, resource)
+                if records_hash(expected, resource.fields) != resource.records_hash:
+                    run.record("contract", [f"{resource.label}: the original records changed"])
+                try:
+                    got = traversal.records(resource.key)
+                except TraversalError as exc:
+                    run.record(exc.check, [f"{resource.label}: {exc.message}"])
+                    lost.append(f"{resource.label}: not restored (see {exc.check})")
+                    continue
+                counts[resource.key] = len(got)
+                lost.extend(_compare(resource, expected, got))
+            evidence["restore_calls"] = len(traversal.calls)
+            evidence["call_bound"] = bound
+    finally:
+        facts_session.close()
+    evidence["records"] = counts
+    evidence["views"] = len(payloads)
+    run.record("records", lost, time.perf_counter() - t)
+    run.record("references", [])
+    run.record("termination", [])
+
+
+def _compare(resource, expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
+    names = {n for n, _ in resource.fields}
+    out = []
+    odd = [sorted(set(r) ^ names) for r in got if set(r) != names]
+    if odd:
+        out.append(f"{resource.label}: restored rows have other columns than the records ({odd[0]})")
+    want = Counter(canonical_record(r, resource.fields) for r in expected)
+    have = Counter(canonical_record(r, resource.fields) for r in got)
+    missing, extra = want - have, have - want
+    duplicated = {k: n for k, n in extra.items() if k in want}
+    unknown = {k: n for k, n in extra.items() if k not in want}
+    if missing:
+        out.append(f"{resource.label}: {sum(missing.values())} record(s) lost, e.g. {_short(next(iter(missing)))}")
+    if duplicated:
+        out.append(f"{resource.label}: {sum(duplicated.values())} record(s) duplicated, e.g. {_short(next(iter(duplicated)))}")
+    if unknown:
+        out.append(
+            f"{resource.label}: {sum(unknown.values())} restored row(s) are not records, e.g. {_short(next(iter(unknown)))}"
+        )
+    return out
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _bypass(child: Environment, registry: Registry, runtime: Runtime) -> list[str]:
+    out = []
+    schema = runtime.schema
+    leaf_by_entity = {leaf.name: leaf for leaf in registry.leaves}
+    for resource in registry.resources:
+        for app in child.apps:
+            for tool in app.tools:
+                if tool.name in resource.removed_tools:
+                    out.append(f"{resource.label}: the original read tool {tool.name} is still offered")
+                elif app.name != APP and tool.family in READ_FAMILIES:
+                    if tool.handler in FILE_READ_HANDLERS and resource.entity == "files":
+                        out.append(f"{resource.label}: {tool.name} still reads the workspace files")
+                    elif tool.entity and schema.resolve(tool.entity, app.name).name == resource.entity:
+                        out.append(f"{resource.label}: {tool.name} still reads {resource.entity}")
+    for app in child.apps:
+        if app.name != APP:
+            continue
+        for tool in app.tools:
+            if tool.family not in READ_FAMILIES:
+                continue
+            leaf = leaf_by_entity.get(tool.entity or "")
+            if leaf is None:
+                out.append(f"{tool.name} reads hidden state {tool.entity}")
+            elif fetch_tool(leaf) != tool.name:
+                out.append(f"{tool.name} reads view {leaf.name} outside its access path")
+    # Gated views must refuse a read that skips their preparation.
+    payloads = leaf_payloads(registry, child.world.tables)
+    with runtime.session() as session:
+        session.reset()
+        for leaf in registry.leaves:
+            gates = [layer.kind for layer in leaf.layers if layer.kind in ("export", "stage", "index", "keygate", "archive")]
+            if not gates:
+                continue
+            args: dict[str, Any] = {}
+            for layer in leaf.layers:
+                args.update(
+                    {
+                        "paginate": {"cursor": "start"},
+                        "export": {"job_id": 1},
+                        "keygate": {"access_key": "guess"},
+                        "archive": {"archive_session": 1},
+                    }.get(layer.kind, {})
+                )
+                for b in getattr(layer, "requires", ()):
+                    args[b.arg] = "guess"
+            if leaf.mode == "key":
+                rows = payloads.get(leaf.id) or [{leaf.key: 1}]
+                args[key_arg(leaf)] = rows[0][leaf.key]
+            result = session.step({"tool": fetch_tool(leaf), "arguments": args})
+            if result.ok:
+                out.append(f"{fetch_tool(leaf)} answers without its preparation ({', '.join(gates)})")
+    return out
