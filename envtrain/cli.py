@@ -25,11 +25,13 @@ def _register_builders() -> None:
     from envtrain.compose.cli import compose_app
     from envtrain.eval.cli import eval_cmd
     from envtrain.scale.cli import scale_app
+    from envtrain.synth.cli import synth_cmd
 
     app.add_typer(compose_app, name="compose")
     app.command("eval")(eval_cmd)
     app.command("bench-export")(export_cmd)
     app.add_typer(scale_app, name="scale")
+    app.command("synth")(synth_cmd)
 
 
 _register_builders()

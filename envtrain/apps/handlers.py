@@ -104,6 +104,7 @@ def search_files(ctx: ToolContext, args: dict[str, Any]) -> Any:
 HANDLER_PROVIDERS: Mapping[str, str] = MappingProxyType({
     "files": "envtrain.apps.handlers:builtin_handlers",
     "bfcl": "envtrain.bench.bfcl.env:bfcl_handlers",
+    "shell": "envtrain.sandbox.shell:shell_handlers",  # commands in a sandbox over the world's files
 })
 
 
