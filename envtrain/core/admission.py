@@ -106,10 +106,17 @@ def check_admission(
     handlers: Mapping[str, Handler] | None = None,
     search_budget: int = 400,
     seed: int = 0,
+    runtime: Runtime | None = None,
 ) -> AdmissionReport:
-    """Run conditions (1)–(5); a malformed environment raises SpecError before any runs."""
+    """Run conditions (1)–(5); a malformed environment raises SpecError before any runs.
+
+    ``runtime``: the environment already compiled (scale's validation has one), to skip compiling twice.
+    """
     start = time.perf_counter()
-    runtime = Runtime(env, handlers=handlers)
+    if runtime is None:
+        runtime = Runtime(env, handlers=handlers)
+    elif runtime.env.id != env.id:
+        raise ValueError("the runtime given was compiled from a different environment")
     with runtime.session() as session:
         check = _Check(runtime, session, search_budget, seed)
         _run(check)

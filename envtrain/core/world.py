@@ -29,21 +29,23 @@ def parse_time(text: str) -> datetime:
     return datetime.strptime(text, ISO_SECONDS).replace(tzinfo=timezone.utc)
 
 
+_ACCEPTS = {  # what a JSON value of each column type may be
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "text": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "date": lambda v: isinstance(v, str) and _DATE.match(v) is not None,
+    "datetime": lambda v: isinstance(v, str) and _DATETIME.match(v) is not None,
+    "json": lambda v: isinstance(v, (list, dict, str, int, float, bool)),
+}
+
+
 def to_sql(value: Any, col: Column, where: str) -> Any:
     """Check a JSON value against its column type and convert it to what SQLite stores."""
     if value is None:
         return None
     kind = col.type
-    ok = {
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "text": isinstance(value, str),
-        "boolean": isinstance(value, bool),
-        "date": isinstance(value, str) and bool(_DATE.match(value)),
-        "datetime": isinstance(value, str) and bool(_DATETIME.match(value)),
-        "json": isinstance(value, (list, dict, str, int, float, bool)),
-    }[kind]
-    if not ok:
+    if not _ACCEPTS[kind](value):
         raise SpecError(f"{where}: expected {kind}, got {value!r}")
     if kind == "boolean":
         return int(value)
@@ -121,14 +123,18 @@ class World:
         names = ", ".join(f'"{c}"' for c in columns)
         sql = f'INSERT INTO "{info.table}" ({names}) VALUES ({", ".join("?" for _ in columns)})'
         values = []
+        known = set(columns)
+        defaults = {c: self._default(info, c) for c in columns}
+        specs = [(c, info.columns[c]) for c in columns]
         for i, row in enumerate(rows):
-            where = f"world.tables[{info.name!r}][{i}]"
             if not isinstance(row, dict):
-                raise SpecError(f"{where}: a row is an object, got {type(row).__name__}")
-            unknown = set(row) - set(columns)
-            if unknown:
-                raise SpecError(f"{where}: unknown columns {sorted(unknown)} (columns: {', '.join(columns)})")
-            values.append([to_sql(row[c], info.columns[c], f"{where}.{c}") if c in row else self._default(info, c) for c in columns])
+                raise SpecError(f"world.tables[{info.name!r}][{i}]: a row is an object, got {type(row).__name__}")
+            if not known.issuperset(row):
+                raise SpecError(f"world.tables[{info.name!r}][{i}]: unknown columns {sorted(set(row) - known)} (columns: {', '.join(columns)})")
+            # The location string is built only when a value is wrong: building it per value dominated large worlds.
+            values.append([to_sql(row[c], col, "") if c in row and _ACCEPTS[col.type](row[c]) else
+                           (to_sql(row[c], col, f"world.tables[{info.name!r}][{i}].{c}") if c in row else defaults[c])
+                           for c, col in specs])
         try:
             self.conn.executemany(sql, values)
         except sqlite3.IntegrityError as exc:

@@ -110,7 +110,8 @@ def validate(
             run.record(name, ["not run: the child carries no access registry"])
     if runtime is not None:
         t = time.perf_counter()
-        report = check_admission(child, search_budget=admission_budget)
+        same = runtime if runtime.env.id == child.id else None  # reuse the compiled child, never another document
+        report = check_admission(child, search_budget=admission_budget, runtime=same)
         evidence["admission"] = report.to_dict()
         run.record(
             "admission",
