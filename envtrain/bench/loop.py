@@ -9,12 +9,12 @@ of calls that do not parse are the rollout engine's, so every benchmark's trajec
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from envtrain.agent.types import EpisodeContext, Message, Policy, SamplingParams, ToolCall
+from envtrain.rollout.episode import turn_record, unparsed_observations
 from envtrain.rollout.trajectory import Trajectory, TurnRecord
 
 
@@ -78,17 +78,11 @@ class ChatLoop:
                     statuses.append(outcome.status)
                     self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": outcome.content})
                 executed.append(calls)
-            for problem in parsed.errors:  # a call that did not parse: the model sees why and goes on
+            for note in unparsed_observations(parsed.errors):
                 statuses.append(400)
-                self.messages.append({"role": "user", "content": json.dumps(
-                    {"error": {"kind": "malformed_arguments", "message": f"your tool call could not be parsed: {problem}"}})})
+                self.messages.append(note)
             self.tokens = max(self.tokens, gen.prompt_tokens) + gen.completion_tokens
-            self.turns.append(TurnRecord(
-                message_index=index, text=gen.text, finish_reason=gen.finish_reason,
-                prompt_token_ids=gen.prompt_token_ids, token_ids=gen.token_ids, logprobs=gen.logprobs,
-                prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens, tool_statuses=statuses,
-                train=all(s < 400 for s in statuses), seconds_generate=gen_seconds, seconds_env=time.perf_counter() - t1,
-            ))
+            self.turns.append(turn_record(gen, index, statuses, gen_seconds, time.perf_counter() - t1))
             if gen.finish_reason == "error":
                 self.stop("error", gen.text)
             elif self.max_episode_tokens is not None and self.tokens >= self.max_episode_tokens:

@@ -133,17 +133,11 @@ class _Episode:
             waited += time.perf_counter() - sent - worked
             statuses.append(result.status)
             self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content()})
-        for problem in parsed.errors:  # a call that did not parse: the model sees why and goes on
+        for note in unparsed_observations(parsed.errors):
             statuses.append(400)
-            self.messages.append({"role": "user", "content": json.dumps(
-                {"error": {"kind": "malformed_arguments", "message": f"your tool call could not be parsed: {problem}"}})})
+            self.messages.append(note)
         self.tokens = max(self.tokens, gen.prompt_tokens) + gen.completion_tokens
-        self.turns.append(TurnRecord(
-            message_index=index, text=gen.text, finish_reason=gen.finish_reason,
-            prompt_token_ids=gen.prompt_token_ids, token_ids=gen.token_ids, logprobs=gen.logprobs,
-            prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens, tool_statuses=statuses,
-            train=all(s < 400 for s in statuses), seconds_generate=gen_seconds, seconds_env=time.perf_counter() - t0 - waited,
-        ))
+        self.turns.append(turn_record(gen, index, statuses, gen_seconds, time.perf_counter() - t0 - waited))
         if gen.finish_reason == "error":
             self.stop("error", gen.text)
             return True
@@ -161,3 +155,19 @@ def _timed_step(session: Session, call: dict[str, Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     result = session.step(call)
     return result, time.perf_counter() - start
+
+
+def unparsed_observations(errors: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A call that did not parse: the model sees why in a user turn, and the episode goes on."""
+    return [{"role": "user", "content": json.dumps(
+        {"error": {"kind": "malformed_arguments", "message": f"your tool call could not be parsed: {problem}"}})} for problem in errors]
+
+
+def turn_record(gen: Generation, index: int, statuses: list[int], gen_seconds: float, env_seconds: float) -> TurnRecord:
+    """The record of one assistant turn; a turn any of whose calls got a 4xx is masked out of training."""
+    return TurnRecord(
+        message_index=index, text=gen.text, finish_reason=gen.finish_reason,
+        prompt_token_ids=gen.prompt_token_ids, token_ids=gen.token_ids, logprobs=gen.logprobs,
+        prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens, tool_statuses=statuses,
+        train=all(s < 400 for s in statuses), seconds_generate=gen_seconds, seconds_env=env_seconds,
+    )
