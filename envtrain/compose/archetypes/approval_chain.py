@@ -8,8 +8,8 @@ become the roles below, so records that share a value share an approver.
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, categories, exception_options, extra_attr, finish, is_, make_items,
-    n_categories, not_, numerics, retry, thresholds,
+    Draw, Plan, Wording, any_numeric, both, categories, extra_attr, finish, is_, n_categories, not_, numerics,
+    pick_exception, place_items, retry, thresholds,
 )
 from envtrain.compose.context import Unbuildable, display
 
@@ -32,12 +32,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
             raise Unbuildable("schema compatibility: no category and numeric column")
         col, num = cats[0], nums[0].name
         roles = {value: ROLES[i] for i, value in enumerate([v for v, n in col.values if n >= 2][:len(ROLES)])}
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (col.name, num))
-            if not options:
-                raise Unbuildable("schema compatibility: no second category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (col.name, num), second=True)
         # rows are shared with the data pool's cache: the approver goes on a copy
         mapped = [dict(r, **{APPROVER: roles[display(r[col.name])]}) for r in rows
                   if r.get(col.name) is not None and r.get(num) is not None and display(r[col.name]) in roles
@@ -63,14 +58,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
             groups.append((draw.take(1, both(by(junior), lambda r: r[num] > x, is_(*exc)),
                                      f"above {display(x)} with {exc[0]} {exc[1]}"), act, f"exception: {exc[0]} is {exc[1]}"))
         outside = draw.take(1, by(senior), f"approved by the {senior}")
-        items = []
-        for group, decision, why in groups:
-            for item in make_items(group, card):
-                item.decision, item.why = decision, why
-                items.append(item)
-        for item in make_items(outside, card, in_scope=False):
-            item.why = "out of scope"
-            items.append(item)
+        items = place_items(card, groups, outside)
         used = [APPROVER, num] + ([exc[0]] if exc else [])
         attrs = used + extra_attr(card, [i.row for i in items], used + [col.name], rng)
         text = (f"Only a {words.scoped} approved by the {junior} or the {senior} may be handled: {words.phrase(act)}. "

@@ -4,8 +4,8 @@ above Q; that item and the later ones wait. Distractor: an item that overshoots 
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, categories, exception_options, extra_attr, finish, has, is_, make_items,
-    n_categories, not_, numerics, retry,
+    Draw, Plan, Wording, any_numeric, both, categories, extra_attr, finish, has, is_, make_items, n_categories, not_,
+    numerics, pick_exception, retry,
 )
 from envtrain.compose.context import Unbuildable, display
 from envtrain.compose.datacards import render_value
@@ -24,12 +24,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         if not cats or not nums:
             raise Unbuildable("schema compatibility: no category column and positive numeric column")
         group, amount = cats[0], nums[0].name
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (group.name, amount))
-            if not options:
-                raise Unbuildable("schema compatibility: no second category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (group.name, amount), second=True)
         need = has(group.name, amount, exc[0]) if exc else has(group.name, amount)
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         plain = both(need, not_(*exc)) if exc else need

@@ -176,3 +176,27 @@ def any_numeric(card: TableCard, *, positive: bool = False, fractional: bool = F
 
 def any_date(card: TableCard) -> bool:
     return any(c.kind == "date" and c.distinct >= 5 for c in card.columns)
+
+
+def pick_exception(card: TableCard, rng: random.Random, exception: bool, exclude: tuple[str, ...], *,
+                   second: bool = False) -> tuple[str, str] | None:
+    """The exception's (column, value) when the rule has one (``second``: a category column is already in use)."""
+    if not exception:
+        return None
+    options = exception_options(card, rng, exclude)
+    if not options:
+        raise Unbuildable(f"schema compatibility: no {'second ' if second else ''}category column for the exception")
+    return options[0]
+
+
+def place_items(card: TableCard, groups, outside: list[Row]) -> list[Item]:
+    """Items from (rows, decision, why) groups, in order, then the out-of-scope rows."""
+    items = []
+    for group, decision, why in groups:
+        for item in make_items(group, card):
+            item.decision, item.why = decision, why
+            items.append(item)
+    for item in make_items(outside, card, in_scope=False):
+        item.why = "out of scope"
+        items.append(item)
+    return items

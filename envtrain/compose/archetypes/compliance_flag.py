@@ -4,8 +4,8 @@ flagged. Distractors: an item with only one attribute of C (the value, or the nu
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, categories, exception_options, extra_attr, finish, has, is_, make_items,
-    n_categories, not_, numerics, retry, thresholds,
+    Draw, Plan, Wording, any_numeric, both, categories, extra_attr, finish, has, is_, n_categories, not_, numerics,
+    pick_exception, place_items, retry, thresholds,
 )
 from envtrain.compose.context import Unbuildable, display
 
@@ -23,12 +23,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
             raise Unbuildable("schema compatibility: no category and numeric column")
         col, num = cats[0], nums[0].name
         value = rng.choice([v for v, n in col.values if n >= 4] or [col.values[0][0]])
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (col.name, num))
-            if not options:
-                raise Unbuildable("schema compatibility: no second category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (col.name, num), second=True)
         need = has(col.name, num, exc[0]) if exc else has(col.name, num)
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         plain = both(need, not_(*exc)) if exc else need
@@ -48,14 +43,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
             groups.append((draw.take(1, both(need, is_(col.name, value), lambda r: r[num] > x, is_(*exc)), f"meeting the rule with {exc[0]} {exc[1]}"),
                            None, f"exception: {exc[0]} is {exc[1]}"))
         outside = draw.take(1, meets, f"whose {col.name} is {value} with {num} above {display(x)}")
-        items = []
-        for group, decision, why in groups:
-            for item in make_items(group, card):
-                item.decision, item.why = decision, why
-                items.append(item)
-        for item in make_items(outside, card, in_scope=False):
-            item.why = "out of scope"
-            items.append(item)
+        items = place_items(card, groups, outside)
         used = [col.name, num] + ([exc[0]] if exc else [])
         attrs = used + extra_attr(card, [i.row for i in items], used, rng)
         text = (f"A {words.scoped} whose {col.name} is {value} and whose {num} is above {display(x)} must be handled: "

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_date, both, exception_options, extra_attr, finish, has, is_, make_items, n_categories, not_, retry, thresholds,
+    Draw, Plan, Wording, any_date, both, extra_attr, finish, has, is_, n_categories, not_, pick_exception, place_items,
+    retry, thresholds,
 )
 from envtrain.compose.context import Unbuildable
 
@@ -25,12 +26,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         if not dates:
             raise Unbuildable("schema compatibility: no date column")
         col = rng.choice(dates).name
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (col,))
-            if not options:
-                raise Unbuildable("schema compatibility: no category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (col,))
         need = has(col, exc[0]) if exc else has(col)
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         bounds = thresholds(Draw([r for r in rows if need(r)], rng), col, rng, above=2, below=5 if exc else 4)
@@ -45,17 +41,10 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         at = draw.take(1, both(need, lambda r: r[col] == boundary), f"with {col} on {boundary}")
         outside = draw.take(1, both(plain, lambda r: r[col] < boundary), f"with {col} before {boundary}")
         exempt = draw.take(1, both(is_(*exc), lambda r: r[col] < boundary), f"overdue with {exc[0]} {exc[1]}") if exc else []
-        items = []
-        for group, decision, why in ((overdue, act, f"{col} more than {days} days ago"),
-                                     (recent, None, f"{col} less than {days} days ago"),
-                                     (at, None, f"{col} exactly {days} days ago: not more"),
-                                     (exempt, None, f"exception: {exc[0] if exc else ''} is {exc[1] if exc else ''}")):
-            for item in make_items(group, card):
-                item.decision, item.why = decision, why
-                items.append(item)
-        for item in make_items(outside, card, in_scope=False):
-            item.why = "out of scope"
-            items.append(item)
+        items = place_items(card, [(overdue, act, f"{col} more than {days} days ago"),
+                                    (recent, None, f"{col} less than {days} days ago"),
+                                    (at, None, f"{col} exactly {days} days ago: not more"),
+                                    (exempt, None, f"exception: {exc[0] if exc else ''} is {exc[1] if exc else ''}")], outside)
         used = [col] + ([exc[0]] if exc else [])
         attrs = used + extra_attr(card, [i.row for i in items], used, rng)
         text = (f"A {words.scoped} whose {col} is more than {days} days before today is overdue: {words.phrase(act)}. "

@@ -4,7 +4,8 @@ otherwise qualifies. Exception: a P item whose number is above X is handled afte
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, categories, extra_attr, finish, has, is_, make_items, n_categories, not_, numerics, retry, thresholds,
+    Draw, Plan, Wording, any_numeric, both, categories, extra_attr, finish, has, is_, n_categories, not_, numerics,
+    place_items, retry, thresholds,
 )
 from envtrain.compose.context import Unbuildable, display
 
@@ -37,7 +38,6 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         acted = draw.take(4, both(need, not_(col.name, prop)), f"whose {col.name} is not {prop}")
         outside = draw.take(1, both(need, not_(col.name, prop)), f"whose {col.name} is not {prop}")
-        items = []
         if num is None:
             kept = draw.take(2, both(need, is_(col.name, prop)), f"whose {col.name} is {prop}")
             groups = [(kept, None, f"{col.name} is {prop}: excluded")]
@@ -47,13 +47,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
             under = draw.take(1, both(need, is_(col.name, prop), lambda r: r[num] < x), f"whose {col.name} is {prop}, {num} below {display(x)}")
             groups = [(flipped, act, f"exception: {num} above {display(x)}"),
                       (at + under, None, f"{col.name} is {prop} and {num} not above {display(x)}")]
-        for group, decision, why in [(acted, act, f"{col.name} is not {prop}")] + groups:
-            for item in make_items(group, card):
-                item.decision, item.why = decision, why
-                items.append(item)
-        for item in make_items(outside, card, in_scope=False):
-            item.why = "out of scope"
-            items.append(item)
+        items = place_items(card, [(acted, act, f"{col.name} is not {prop}")] + groups, outside)
         used = [col.name] + ([num] if num else [])
         attrs = used + extra_attr(card, [i.row for i in items], used, rng)
         text = (f"For every {words.scoped}, {words.phrase(act)}, except a {words.noun} whose {col.name} is {prop}: "

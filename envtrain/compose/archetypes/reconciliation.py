@@ -5,8 +5,8 @@ rounding. The listed amount of a mismatch is a real value of another row of the 
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, exception_options, extra_attr, finish, has, is_, make_items, n_categories,
-    not_, numerics, retry,
+    Draw, Plan, Wording, any_numeric, both, extra_attr, finish, has, is_, make_items, n_categories, not_, numerics,
+    pick_exception, retry,
 )
 from envtrain.compose.context import Unbuildable
 
@@ -23,12 +23,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         if not nums:
             raise Unbuildable("schema compatibility: no fractional numeric column with a range of five or more")
         amount = nums[0].name
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (amount,))
-            if not options:
-                raise Unbuildable("schema compatibility: no category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (amount,))
         need = has(amount, exc[0]) if exc else has(amount)
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         plain = both(need, not_(*exc)) if exc else need

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, exception_options, extra_attr, finish, has, is_, make_items, n_categories, not_, numerics, retry, thresholds,
+    Draw, Plan, Wording, any_numeric, both, extra_attr, finish, has, is_, n_categories, not_, numerics, pick_exception,
+    place_items, retry, thresholds,
 )
 from envtrain.compose.context import Unbuildable, display
 
@@ -20,12 +21,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         if not cols:
             raise Unbuildable("schema compatibility: no numeric column with five or more values")
         num = cols[0].name
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (num,))
-            if not options:
-                raise Unbuildable("schema compatibility: no category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (num,))
         need = has(num, exc[0]) if exc else has(num)
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         xs = thresholds(Draw([r for r in rows if need(r)], rng), num, rng, above=5, below=3)
@@ -38,16 +34,9 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         at = draw.take(1, both(need, lambda r: r[num] == x), f"with {num} at {display(x)}")
         outside = draw.take(1, both(plain, lambda r: r[num] > x), f"with {num} above {display(x)}")
         flipped = draw.take(1, both(is_(*exc), lambda r: r[num] > x), f"with {exc[0]} {exc[1]} above {display(x)}") if exc else []
-        items = []
-        for group, decision, why in ((over, first, f"{num} above {display(x)}"), (under, second, f"{num} below {display(x)}"),
-                                     (at, second, f"{num} exactly {display(x)}: not above"),
-                                     (flipped, second, f"exception: {exc[0] if exc else ''} is {exc[1] if exc else ''}")):
-            for item in make_items(group, card):
-                item.decision, item.why = decision, why
-                items.append(item)
-        for item in make_items(outside, card, in_scope=False):
-            item.why = "out of scope"
-            items.append(item)
+        items = place_items(card, [(over, first, f"{num} above {display(x)}"), (under, second, f"{num} below {display(x)}"),
+                                    (at, second, f"{num} exactly {display(x)}: not above"),
+                                    (flipped, second, f"exception: {exc[0] if exc else ''} is {exc[1] if exc else ''}")], outside)
         used = [num] + ([exc[0]] if exc else [])
         attrs = used + extra_attr(card, [i.row for i in items], used, rng)
         text = (f"For every {words.scoped}: if its {num} is above {display(x)}, {words.phrase(first)}; "

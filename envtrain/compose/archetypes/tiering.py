@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from envtrain.compose.archetypes.common import (
-    Draw, Plan, Wording, any_numeric, both, exception_options, extra_attr, finish, has, is_, make_items, n_categories, not_, numerics, retry,
+    Draw, Plan, Wording, any_numeric, both, extra_attr, finish, has, is_, n_categories, not_, numerics, pick_exception,
+    place_items, retry,
 )
 from envtrain.compose.context import Unbuildable, display
 
@@ -42,12 +43,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
         if not cols:
             raise Unbuildable("schema compatibility: no numeric column with seven or more values")
         num = cols[0].name
-        exc = None
-        if exception:
-            options = exception_options(card, rng, (num,))
-            if not options:
-                raise Unbuildable("schema compatibility: no category column for the exception")
-            exc = options[0]
+        exc = pick_exception(card, rng, exception, (num,))
         need = has(num, exc[0]) if exc else has(num)
         draw = Draw([r for r in rows if need(r)], rng)  # every predicate below may read these columns
         edges = _edges([r for r in rows if need(r)], num, rng)
@@ -66,14 +62,7 @@ def plan(card, rows, rng, words: Wording, values: list[str], exception: bool) ->
             groups.append((draw.take(1, both(need, is_(*exc), lambda r: r[num] >= low), f"with {exc[0]} {exc[1]}"), t1,
                            f"exception: {exc[0]} is {exc[1]}"))
         outside = draw.take(1, both(plain, lambda r: r[num] > high), f"with {num} above {display(high)}")
-        items = []
-        for group, decision, why in groups:
-            for item in make_items(group, card):
-                item.decision, item.why = decision, why
-                items.append(item)
-        for item in make_items(outside, card, in_scope=False):
-            item.why = "out of scope"
-            items.append(item)
+        items = place_items(card, groups, outside)
         used = [num] + ([exc[0]] if exc else [])
         attrs = used + extra_attr(card, [i.row for i in items], used, rng)
         text = (f"Give every {words.scoped} a tier from its {num}: below {display(low)}, {words.phrase(t1)}; "

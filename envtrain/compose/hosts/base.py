@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from envtrain.compose.context import BuildContext, Item
+from envtrain.compose.context import BuildContext, Item, clause
 
 
 class Action:
@@ -40,6 +40,36 @@ class Action:
 
     def untouched(self, ctx: BuildContext, item: Item) -> None:
         raise NotImplementedError
+
+
+class AddComment(Action):
+    """Comment on the item: ``call(<column>=id, body=term, **flags)`` adds a row to ``table``."""
+
+    kind = "add comment"
+    call: ClassVar[str]
+    table: ClassVar[str]  # the comments table
+    column: ClassVar[str]  # its reference to the item, also the call's argument
+    flags: ClassVar[dict[str, Any]] = {}  # further arguments, each checked on the comment row
+    qualifier: ClassVar[str] = ""  # "internal "
+
+    def values(self, ctx, n):
+        return [term(ctx)]
+
+    def phrase(self, value):
+        return f"comment '{value}' on it"
+
+    def done(self, value):
+        return f"given the {self.qualifier}comment '{value}'"
+
+    def apply(self, ctx, item, value):
+        ctx.call(self.call, **{self.column: item.rid}, body=value, **self.flags)
+        ctx.expect("comment with terms", f"{self.host.noun} {item.key} has the {self.qualifier}comment ({item.why})", self.table,
+                   [clause(self.column, "=", item.rid)] + [clause(k, "=", v) for k, v in self.flags.items()]
+                   + [clause("body", "contains", value)], ">= 1")
+
+    def untouched(self, ctx, item):
+        ctx.forbid("nothing attached", f"no comment on {self.host.noun} {item.key} ({item.why})", self.table,
+                   [clause(self.column, "=", item.rid)], "= 0")
 
 
 class Host:
@@ -130,6 +160,12 @@ def stamp(ctx: BuildContext) -> str:
     return ctx.time(days=-1)
 
 
+def left_alone(ctx: BuildContext, item: Item, noun: str, table: str) -> None:
+    """V−: the item's record keeps the ``updated_at`` W0 gave it (every write of the app sets it)."""
+    ctx.forbid("record untouched", f"{noun} {item.key} left alone ({item.why})", table,
+               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+
+
 TERMS = ("checked against policy", "held for review", "policy check done", "needs a second look", "cleared by review")
 
 
@@ -137,4 +173,4 @@ def term(ctx: BuildContext) -> str:
     return ctx.rng.choice(TERMS)
 
 
-__all__ = ["Action", "Carrier", "Host", "Report", "TERMS", "pick", "sentences", "stamp", "term"]
+__all__ = ["Action", "AddComment", "Carrier", "Host", "Report", "TERMS", "left_alone", "pick", "sentences", "stamp", "term"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envtrain.compose.context import BuildContext, Item, clause, details
-from envtrain.compose.hosts.base import Action, Host, pick, stamp
+from envtrain.compose.hosts.base import Action, Host, left_alone, pick, stamp
 
 ROOMS = ("north", "south", "east", "west")
 
@@ -20,8 +20,7 @@ def _setup(ctx: BuildContext) -> dict:
 
 
 def _untouched(ctx: BuildContext, item: Item) -> None:
-    ctx.forbid("record untouched", f"event {item.key} left alone ({item.why})", "calendar.events",
-               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+    left_alone(ctx, item, "event", "calendar.events")
 
 
 class Cancel(Action):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envtrain.compose.context import BuildContext, Item, clause, details
-from envtrain.compose.hosts.base import Action, Carrier, Host, pick, stamp, term
+from envtrain.compose.hosts.base import Action, Carrier, Host, left_alone, pick, stamp, term
 
 TIERS = ("strategic", "enterprise", "mid_market")  # accounts start in smb
 
@@ -29,8 +29,7 @@ def _account(ctx: BuildContext, name: str, status: str) -> dict:
 
 
 def _untouched(ctx: BuildContext, item: Item) -> None:
-    ctx.forbid("record untouched", f"account {item.key} left alone ({item.why})", "crm.accounts",
-               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+    left_alone(ctx, item, "account", "crm.accounts")
 
 
 class Tier(Action):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envtrain.compose.context import BuildContext, Item, clause, details
-from envtrain.compose.hosts.base import Action, Carrier, Host, pick, stamp, term
+from envtrain.compose.hosts.base import Action, AddComment, Carrier, Host, left_alone, pick, stamp
 
 TEAMS = ("tier2", "billing", "security")
 
@@ -86,32 +86,17 @@ class Assign(Action):
         _untouched(ctx, item)
 
 
-class Comment(Action):
-    kind = "add comment"
-
-    def values(self, ctx, n):
-        return [term(ctx)]
+class Comment(AddComment):
+    call, table, column = "add_comment", "helpdesk.comments", "ticket_id"
+    flags, qualifier = {"internal": True}, "internal "
 
     def phrase(self, value):
         return f"add the internal comment '{value}' to it"
 
-    def done(self, value):
-        return f"given the internal comment '{value}'"
-
-    def apply(self, ctx, item, value):
-        ctx.call("add_comment", ticket_id=item.rid, body=value, internal=True)
-        ctx.expect("comment with terms", f"ticket {item.key} has the internal comment ({item.why})", "helpdesk.comments",
-                   [clause("ticket_id", "=", item.rid), clause("internal", "=", True), clause("body", "contains", value)], ">= 1")
-
-    def untouched(self, ctx, item):
-        ctx.forbid("nothing attached", f"no comment on ticket {item.key} ({item.why})", "helpdesk.comments",
-                   [clause("ticket_id", "=", item.rid)], "= 0")
-
 
 def _untouched(ctx: BuildContext, item: Item) -> None:
     # every ticket write sets updated_at; set_priority works on resolved tickets too, so this can break
-    ctx.forbid("record untouched", f"ticket {item.key} left alone ({item.why})", "helpdesk.tickets",
-               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+    left_alone(ctx, item, "ticket", "helpdesk.tickets")
 
 
 class Tickets(Host):

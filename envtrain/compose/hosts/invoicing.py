@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envtrain.compose.archetypes.common import any_numeric
 from envtrain.compose.context import BuildContext, Item, Unbuildable, clause, details
-from envtrain.compose.hosts.base import Action, Host, stamp, term
+from envtrain.compose.hosts.base import Action, Host, left_alone, stamp, term
 
 APPROVAL_LIMIT = 1_000_000_000  # the persona may approve any amount a rendered value can take
 
@@ -22,8 +22,7 @@ def _setup(ctx: BuildContext) -> dict:
 
 def _untouched(ctx: BuildContext, item: Item) -> None:
     # flag, approve, reject and submit all set updated_at; submit reaches the drafts, flag the rest
-    ctx.forbid("record untouched", f"invoice {item.key} left alone ({item.why})", "invoicing.invoices",
-               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+    left_alone(ctx, item, "invoice", "invoicing.invoices")
 
 
 class Flag(Action):

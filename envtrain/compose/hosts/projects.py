@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envtrain.compose.context import BuildContext, Item, clause, details
-from envtrain.compose.hosts.base import Action, Carrier, Host, Report, pick, stamp, term
+from envtrain.compose.hosts.base import Action, AddComment, Carrier, Host, Report, left_alone, pick, stamp
 
 LISTS = ("Read me", "Inbox", "Backlog", "Fast track", "Standard", "On hold", "Follow-up")
 ROUTES = ("Fast track", "Standard", "On hold")
@@ -37,8 +37,7 @@ def _card(ctx: BuildContext, list_name: str, title: str, description: str, **ext
 
 
 def _untouched(ctx: BuildContext, item: Item) -> None:
-    ctx.forbid("record untouched", f"card {item.key} left alone ({item.why})", "projects.cards",
-               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+    left_alone(ctx, item, "card", "projects.cards")
 
 
 class Move(Action):
@@ -129,26 +128,8 @@ class Archive(Action):
         _untouched(ctx, item)
 
 
-class Comment(Action):
-    kind = "add comment"
-
-    def values(self, ctx, n):
-        return [term(ctx)]
-
-    def phrase(self, value):
-        return f"comment '{value}' on it"
-
-    def done(self, value):
-        return f"given the comment '{value}'"
-
-    def apply(self, ctx, item, value):
-        ctx.call("comment_on_card", card_id=item.rid, body=value)
-        ctx.expect("comment with terms", f"card {item.key} has the comment ({item.why})", "projects.card_comments",
-                   [clause("card_id", "=", item.rid), clause("body", "contains", value)], ">= 1")
-
-    def untouched(self, ctx, item):
-        ctx.forbid("nothing attached", f"no comment on card {item.key} ({item.why})", "projects.card_comments",
-                   [clause("card_id", "=", item.rid)], "= 0")
+class Comment(AddComment):
+    call, table, column = "comment_on_card", "projects.card_comments", "card_id"
 
 
 class DueDate(Action):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envtrain.compose.context import BuildContext, Item, clause, details
-from envtrain.compose.hosts.base import Action, Carrier, Host, Report, stamp, term
+from envtrain.compose.hosts.base import Action, AddComment, Carrier, Host, Report, left_alone, stamp
 
 
 def _space(ctx: BuildContext, key: str, name: str, *, editor: bool) -> str:
@@ -23,8 +23,7 @@ def _page(ctx: BuildContext, space: str, title: str, body: str, status: str, aut
 
 
 def _untouched(ctx: BuildContext, item: Item) -> None:
-    ctx.forbid("record untouched", f"page {item.key} left alone ({item.why})", "wiki.pages",
-               [clause("id", "=", item.rid), clause("updated_at", "=", item.extra["updated_at"])])
+    left_alone(ctx, item, "page", "wiki.pages")
 
 
 class Archive(Action):
@@ -69,26 +68,8 @@ class Publish(Action):
         _untouched(ctx, item)
 
 
-class Comment(Action):
-    kind = "add comment"
-
-    def values(self, ctx, n):
-        return [term(ctx)]
-
-    def phrase(self, value):
-        return f"comment '{value}' on it"
-
-    def done(self, value):
-        return f"given the comment '{value}'"
-
-    def apply(self, ctx, item, value):
-        ctx.call("comment_on_page", page_id=item.rid, body=value)
-        ctx.expect("comment with terms", f"page {item.key} has the comment ({item.why})", "wiki.comments",
-                   [clause("page_id", "=", item.rid), clause("body", "contains", value)], ">= 1")
-
-    def untouched(self, ctx, item):
-        ctx.forbid("nothing attached", f"no comment on page {item.key} ({item.why})", "wiki.comments",
-                   [clause("page_id", "=", item.rid)], "= 0")
+class Comment(AddComment):
+    call, table, column = "comment_on_page", "wiki.comments", "page_id"
 
 
 class Pages(Host):
