@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml
 	# BFCL ships its data and API classes in the wheel; its declared dependencies (API clients,
 	# sentence-transformers, faiss, a numpy pin) are not needed to run its executor and checker.
 	$(BIN)/pip install --quiet --no-deps "bfcl-eval==2026.3.23"
+	# DeepSpeed for the ZeRO-3 test on CPU: no ops prebuilt (the one the test needs compiles on first use,
+	# about 100 s, cached under ~/.cache/envtrain/torch_extensions).
+	DS_BUILD_OPS=0 $(BIN)/pip install --quiet "deepspeed>=0.19,<0.20"
 	touch $(STAMP)
 
 demo: setup

@@ -26,12 +26,15 @@ def _register_builders() -> None:
     from envtrain.eval.cli import eval_cmd
     from envtrain.scale.cli import scale_app
     from envtrain.synth.cli import synth_cmd
+    from envtrain.train.cli import grpo_cmd, sft_cmd
 
     app.add_typer(compose_app, name="compose")
     app.command("eval")(eval_cmd)
     app.command("bench-export")(export_cmd)
     app.add_typer(scale_app, name="scale")
     app.command("synth")(synth_cmd)
+    app.command("sft")(sft_cmd)
+    app.command("grpo")(grpo_cmd)
 
 
 _register_builders()
