@@ -165,6 +165,29 @@ def _load(path: Path):
         _die(str(exc))
 
 
+@env_app.command("export")
+def env_export(
+    folder: Path = typer.Argument(..., help="A folder of environment documents (composed, scaled, synthesized)."),
+    out: Path = typer.Option(..., help="Where the Hugging Face dataset goes (load with datasets.load_from_disk)."),
+    push_to_hub: Optional[str] = typer.Option(None, help="Also push the dataset to this Hub repo."),
+) -> None:
+    """Export environment documents as a Hugging Face dataset, one canonical document per row."""
+    from envtrain.core.collection import export_environments
+
+    if not folder.is_dir():
+        _die(f"{folder}: no such folder")
+    _quiet_datasets()
+    try:
+        data = export_environments(folder, out)
+    except SpecError as exc:
+        _die(str(exc))
+    if len(data) == 0:
+        _die(f"no environment documents under {folder}", code=1)
+    if push_to_hub:
+        data.push_to_hub(push_to_hub)
+    _console().print(f"{len(data)} environments -> {out}", markup=False)
+
+
 PLAY_HELP = """commands:
   tools                      list the tools
   <tool> {json arguments}    call a tool, e.g. get_ticket {"ticket_id": 1}

@@ -71,3 +71,17 @@ def test_saved_example_round_trips(tmp_path) -> None:
     path = tmp_path / "example.json"
     env.save(path)
     assert Environment.load(path).id == env.id
+
+
+def test_env_export_writes_a_dataset_that_gives_the_documents_back(tmp_path) -> None:
+    from datasets import load_from_disk
+
+    out = envtrain("env", "export", str(ROOT / "examples"), "--out", str(tmp_path / "hf"))
+    assert out.returncode == 0, out.stderr
+    data = load_from_disk(str(tmp_path / "hf"))
+    examples = sorted((ROOT / "examples").glob("*.yaml"))
+    assert len(data) == len(examples)
+    ids = {Environment.load(p).id for p in examples}
+    assert set(data["id"]) == ids
+    assert {Environment.parse(json.loads(d)).id for d in data["document"]} == ids
+    assert envtrain("env", "export", str(tmp_path / "missing"), "--out", str(tmp_path / "x")).returncode == 2
