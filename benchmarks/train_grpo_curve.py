@@ -1,18 +1,25 @@
-"""A GRPO learning curve on CPU: an SFT-warmed tiny model on a few example environments, the verifier as reward.
+"""A GRPO learning curve on CPU: an SFT-warmed tiny model, example environments, the verifier as the reward.
 
-    .venv/bin/python benchmarks/train_grpo_curve.py [--steps 40] [--out runs/train_grpo_curve]
+    .venv/bin/python benchmarks/train_grpo_curve.py                      # helpdesk_escalation, 200 steps, ~10 min
+    .venv/bin/python benchmarks/train_grpo_curve.py --envs helpdesk_escalation,hr_leave_release_freeze,invoicing_payment_run \
+        --warm-steps 100 --max-turns 2 --steps 30
 
-1. Warm: SFT the tiny local Qwen3 on the first two writes of each environment's reference solution
+1. Warm: SFT the tiny local Qwen3 on the first writes of each environment's reference solution
    (replayed in a session, real tool answers), stopped early (``--warm-steps``) so that at
    temperature 1 it gets them right only some of the time: a policy GRPO can improve.
 2. GRPO (``envtrain grpo``'s code, TRL's GRPOTrainer): group 8, every environment in every step (so
-   steps are comparable), the native score as reward (share of the verifier's assertions that hold),
-   at most 2 turns.
-3. Print reward per step (and a 5-step moving mean), save the curve as OUT/reward.png.
+   steps are comparable), the native score as reward (share of the verifier's assertions that hold).
+3. Print reward per step (and a 5-step mean), save the curve as OUT/reward.png.
 
-What it shows and does not: the tiny model memorises token sequences; it cannot generalise. A rising
-curve shows the loop is wired right (verifier rewards reach the policy gradient with the right sign
-through multi-turn sessions), not that a 100k-parameter model learns tool use.
+Measured here (2 shared cores, 1 thread): on helpdesk_escalation with one turn, 200 steps at lr 5e-4,
+the share of episodes that escalate the right ticket rose from 22% (steps 1-20) to 62% (steps 161-200),
+reward 0.460 -> 0.518 (3/7 is the floor: the negatives hold untouched). On three environments with two
+turns the curve stayed flat within noise over 30 steps (25 s/step): the signal per step is weak, since
+the update pushes the garbled samples down much harder than it lifts the right branch tokens (one
+step: +0.0006 log-prob on the right sequences, -0.08 to -7 on the wrong ones), and more steps did not
+fit in CPU time. The tiny model (~0.1M parameters) memorises; a rising curve shows the loop is wired
+right (verifier rewards reach the policy gradient with the right sign through sessions), not that it
+learns tool use.
 """
 
 from __future__ import annotations
@@ -27,18 +34,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ENVS = "helpdesk_escalation,hr_leave_release_freeze,invoicing_payment_run"  # first writes with short arguments
+ENVS = "helpdesk_escalation"  # or several: hr_leave_release_freeze, invoicing_payment_run have short first writes too
 READS = ("list_", "search_", "read_", "get_", "find_")  # the warm-up teaches the writes only
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", default=ENVS, help="comma-separated names of example environments")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--warm-steps", type=int, default=100)
-    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--warm-steps", type=int, default=70)
+    parser.add_argument("--lr", type=float, default=5e-4)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "train_grpo_curve")
-    parser.add_argument("--max-turns", type=int, default=2)
+    parser.add_argument("--max-turns", type=int, default=1)
     parser.add_argument("--loss-type", default="grpo")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -59,7 +66,8 @@ def main(argv: list[str] | None = None) -> None:
     from tests.train.kit import solution_rows
 
     out = args.out
-    shutil.rmtree(out, ignore_errors=True)
+    for part in ("envs", "warm-data", "warm", "grpo"):  # only what this script writes: OUT may hold other files
+        shutil.rmtree(out / part, ignore_errors=True)
     (out / "envs").mkdir(parents=True)
     rows = []
     for name in envs:

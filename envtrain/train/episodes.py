@@ -22,12 +22,12 @@ one per episode, so ranks never share state.
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from envtrain.agent.parsers import parse_completion
+from envtrain.rollout.episode import unparsed_observations
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class RolloutSettings:
     max_turn_tokens: int  # sampled tokens per assistant turn
     max_completion_tokens: int  # everything after the prompt: sampled and environment tokens (TRL's max_completion_length)
     max_sequence_tokens: int  # prompt + completion must stay below this (the model's or vLLM's context)
-    mask_error_turns: bool = False  # True: a turn answered by a 4xx error carries no loss (as in SFT)
+    mask_error_turns: bool = False  # True: a turn any of whose calls got an error status (>= 400) carries no loss, as in SFT
     family: str = "hermes"  # tool-call format, see envtrain.agent.parsers
 
 
@@ -167,13 +167,11 @@ class EnvRollout:
             result = e.session.step({"tool": call.name, "arguments": call.arguments})
             statuses.append(result.status)
             answers.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content()})
-        for problem in turn.errors:  # as envtrain.rollout.episode does: the model reads why its call did not parse
-            statuses.append(400)
-            answers.append({"role": "user", "content": json.dumps(
-                {"error": {"kind": "malformed_arguments", "message": f"your tool call could not be parsed: {problem}"}})})
+        statuses += [400] * len(turn.errors)  # calls that did not parse: the model reads why, as in envtrain collect
+        answers += unparsed_observations(turn.errors)
         e.tool_calls += len(statuses)
         e.tool_errors += sum(s >= 400 for s in statuses)
-        if self.settings.mask_error_turns and any(400 <= s < 500 for s in statuses):
+        if self.settings.mask_error_turns and any(s >= 400 for s in statuses):  # the rule turn_record applies for SFT
             e.env_mask[start:] = [0] * (len(e.env_mask) - start)
         e.messages += answers
         if e.turns >= self.settings.max_turns:

@@ -65,7 +65,7 @@ class GRPORunConfig(RunConfig):
     max_turns: int = Field(default=20, ge=1)  # assistant turns per episode
     max_turn_tokens: int = Field(default=1024, ge=1)  # sampled tokens per turn
     max_completion_tokens: int = Field(default=8192, ge=2)  # per episode after the prompt, environment answers included
-    mask_error_turns: bool = False  # true: turns answered by a 4xx tool error carry no loss, as in SFT
+    mask_error_turns: bool = False  # true: a turn any of whose calls got an error (status >= 400) carries no loss, as in SFT
     steps_per_generation: int | None = Field(default=None, ge=1)  # update steps per generated batch; null: accumulation steps
     vllm: VLLMConfig = VLLMConfig()
     optim: OptimConfig
