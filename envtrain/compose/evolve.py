@@ -2,9 +2,10 @@
 environments, and an issue log against the atom (or the builder, or the pool) at fault.
 
 The teacher sits behind a small interface: ``Teacher.attempts(env, n) -> [Attempt]``. ``ReplayTeacher``
-replays π (a fixture, never a model result); ``RolloutTeacher`` runs any policy of the rollout layer
-(envtrain.rollout.episode.run_episode). Diagnosis is programmatic (an LLM diagnosis agent is not
-wired in): it names one of the paper's categories and pathways:
+replays π (a fixture, never a model result); ``RolloutTeacher`` runs any policy spec of
+``envtrain.agent.registry.make_policy`` through the rollout engine (teacher.py, over
+``envtrain.rollout.collect``). Diagnosis is programmatic (an LLM diagnosis agent is not wired in): it
+names one of the paper's categories and pathways, with the evidence a repair needs:
 
 - verifier fault → revise the builder: V+ demands a value no stated text or world value gives;
 - world fault → repair the atom: a server lacks the tool the intent or π needs, or no tool writes
@@ -15,15 +16,14 @@ wired in): it names one of the paper's categories and pathways:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any, Iterable, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from envtrain.core.env import Environment
-from envtrain.core.io import atomic_write_text, content_hash
+from envtrain.core.io import atomic_write_text
 from envtrain.compose.guard import unstated_values
 
 
@@ -71,28 +71,29 @@ class ReplayTeacher:
 
 
 class RolloutTeacher:
-    """Any policy of the rollout layer, N episodes per environment."""
+    """A policy spec (oracle, noop, hf:PATH, openai:URL, vllm:MODEL), N episodes per environment through
+    the rollout engine; each call runs one collection in a scratch folder (teacher.py), loading the policy
+    anew, so for many environments use the run's teacher step (one collection over OUT/envs) instead."""
 
-    def __init__(self, policy: Any, params: Any, limits: Any = None) -> None:
-        self.policy, self.params, self.limits = policy, params, limits
-        self.name = getattr(policy, "name", "policy")
+    def __init__(self, spec: str, settings: Any = None) -> None:
+        from envtrain.compose.teacher import TeacherSettings
+
+        self.spec = spec
+        self.settings = settings or TeacherSettings()
+        self.name = spec
 
     def attempts(self, env: Environment, n: int) -> list[Attempt]:
-        from envtrain.core.session import Runtime
-        from envtrain.rollout.episode import RolloutLimits, run_episode
+        import tempfile
 
-        runtime = Runtime(env)
-        limits = self.limits or RolloutLimits()
+        from envtrain.compose.teacher import attempts_of, run_teacher
 
-        async def episodes() -> list[Any]:
-            return [await run_episode(runtime, self.policy, self.params, limits, attempt=i) for i in range(n)]
-
-        out = []
-        for traj in asyncio.run(episodes()):
-            failed = tuple(a.get("name", "") for a in traj.assertions if not a.get("holds"))
-            errors = tuple(m.get("content", "") for m in traj.messages if m.get("role") == "tool" and '"error"' in str(m.get("content")))
-            out.append(Attempt(passed=traj.passed, failed=failed, errors=errors))
-        return out
+        with tempfile.TemporaryDirectory(prefix="envtrain-teacher-") as tmp:
+            envs = Path(tmp) / "envs"
+            envs.mkdir()
+            (envs / f"{env.id}.json").write_text(env.model_dump_json(), encoding="utf-8")
+            settings = self.settings.model_copy(update={"attempts": n})
+            results = run_teacher(envs, Path(tmp) / "teacher", self.spec, settings)
+            return attempts_of(Path(tmp) / "teacher", {env.id}).get(env.id, []) if env.id in results else []
 
 
 Category = Literal["verifier fault", "world fault", "hard"]
@@ -107,6 +108,7 @@ class Diagnosis(BaseModel):
     pathway: Pathway
     target: str  # "server:<app>@<spec hash>", "builder", or "pool:<what is missing>"
     reason: str
+    evidence: dict[str, str] = Field(default_factory=dict)  # what a repair needs: missing_tool, unwritten, kind
 
 
 def diagnose(env: Environment, attempts: list[Attempt], stated: Iterable[str] | None = None) -> Diagnosis:
@@ -126,14 +128,16 @@ def diagnose(env: Environment, attempts: list[Attempt], stated: Iterable[str] | 
             return Diagnosis(env_id=env.id, category="world fault", pathway="supplement pool", target=f"pool:{kind} on {app.name}",
                              reason=f"no tool of {app.name} implements {kind!r}: the pool needs a server (or a tool) for it")
         return Diagnosis(env_id=env.id, category="world fault", pathway="repair atom", target=_server(app),
-                         reason=f"{app.name} lacks the tool {missing[0]!r} the {kind or 'intent'} write needs")
+                         reason=f"{app.name} lacks the tool {missing[0]!r} the {kind or 'intent'} write needs",
+                         evidence={"missing_tool": missing[0], **({"kind": kind} if kind else {})})
     written = {e.entity if "." in e.entity else f"{app.name}.{e.entity}" for app in env.apps for t in app.tools for e in t.effects}
     written |= {"files"} if any(t.handler for app in env.apps for t in app.tools if t.writes) else set()
     for assertion in env.verifier.positive:
         if assertion.entity not in written:
             app = _app(env, assertion.entity.split(".")[0]) or env.apps[0]
             return Diagnosis(env_id=env.id, category="world fault", pathway="repair atom", target=_server(app),
-                             reason=f"no tool writes {assertion.entity}, which V+ '{assertion.name}' asserts on")
+                             reason=f"no tool writes {assertion.entity}, which V+ '{assertion.name}' asserts on",
+                             evidence={"unwritten": assertion.entity})
     errors = [e for a in attempts for e in a.errors if "internal" in e.lower() or "500" in e]
     if errors and len(errors) >= len(attempts):
         app = _app(env, host) or env.apps[0]
@@ -148,7 +152,9 @@ def _app(env: Environment, name: str | None):
 
 
 def _server(app: Any) -> str:
-    return f"server:{app.name}@{content_hash(app.model_dump(mode='json'))}"
+    from envtrain.compose.atoms import spec_hash
+
+    return f"server:{app.name}@{spec_hash(app)}"
 
 
 def _stated(env: Environment) -> list[str]:
@@ -181,6 +187,14 @@ class IssueLog:
         out = sorted(issues.values(), key=lambda i: (i["target"], i["reason"]))
         atomic_write_text(self.path, json.dumps(out, indent=1) + "\n")
         return out
+
+    def resolve(self, target: str, repair_id: str, fix: str) -> None:
+        """Mark the open atom issues against ``target`` repaired by ``repair_id``."""
+        issues = self.read()
+        for issue in issues:
+            if issue["target"] == target and issue["pathway"] == "repair atom" and issue["status"] == "open":
+                issue.update(status="repaired", repair=repair_id, fix=fix)
+        atomic_write_text(self.path, json.dumps(issues, indent=1) + "\n")
 
 
 def evolve_round(envs: list[Environment], teacher: Teacher, *, n: int = 8, log: IssueLog | None = None,

@@ -6,8 +6,16 @@ pool of seeds and recombinations of that archetype. An index therefore always bu
 environment, which makes a run resumable: indices already in the manifest (and, when admitted,
 whose file is still there) are skipped, and an index rebuilt after a crash overwrites its own file.
 
+Repairs (repairs.py) made in earlier rounds are applied to every fresh build from the atoms they fix;
+an index rebuilt from its manifest entry (an admitted environment whose file went missing) uses exactly
+the repairs, and the LLM-written request, that entry records, so it comes back with the same id.
+After building, the evolution round (rounds.py) diagnoses failures, runs the teacher when one is set,
+files issues, repairs atoms and rebuilds the indices a repair reaches.
+
 Outputs: envs/<id>.json (environment documents, apps by built-in name, which the loader expands),
-manifest.jsonl (one line per index), report.json (counts, rejection reasons, skeleton statistics).
+manifest.jsonl (one line per index), report.json (counts, rejection reasons, skeleton statistics),
+and, when evolution has something to say, issues.json, repairs.json and teacher/ (the teacher's
+trajectories, verifier-accepted ones as a dataset).
 """
 
 from __future__ import annotations
@@ -19,9 +27,9 @@ import random
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envtrain.core.admission import check_admission
 from envtrain.core.errors import SpecError
@@ -31,6 +39,7 @@ from envtrain.compose.builder import build
 from envtrain.compose.context import Unbuildable
 from envtrain.compose.datacards import DataPool, load_cards
 from envtrain.compose.guard import unstated_values
+from envtrain.compose.repairs import RepairStore, repaired_pool
 from envtrain.compose.skeleton import CONSTRAINTS, Skeleton, constraint_rates, load_seeds, recombine, violations
 from envtrain.compose.vocabulary import ARCHETYPES
 
@@ -50,10 +59,44 @@ class ComposeConfig(BaseModel):
     atoms: Path | None = Field(None, description="a custom atom file (rules, intents, kinds, seeds)")
     search_budget: int = Field(400, ge=1, description="tool calls admission condition (4) may try per environment")
     recombined: int = Field(240, ge=0, description="skeletons recombined from the seeds")
+    # evolution (LegoEnv §3.5)
+    evolve: bool = Field(True, description="diagnose failures, file issues, repair atoms, rebuild what a repair reaches")
+    repairs: Path | None = Field(None, description="the repair store (default: OUT/repairs.json); share one across runs")
+    teacher: str | None = Field(None, description="teacher policy spec (oracle, noop, hf:PATH, openai:URL, vllm:MODEL); none: no teacher step")
+    attempts: int = Field(8, ge=1, description="teacher episodes per admitted environment")
+    teacher_turns: int = Field(50, ge=1, description="assistant turns per teacher episode")
+    teacher_max_tokens: int = Field(1024, ge=1, description="tokens per teacher turn")
+    teacher_concurrency: int = Field(8, ge=1, description="teacher episodes in flight at once")
+    # the builder (LegoEnv §3.4)
+    builder: Literal["programmatic", "llm"] = Field("programmatic", description="llm: an endpoint writes each request (llm_builder.py)")
+    llm: str | None = Field(None, description="OpenAI-compatible base URL for the llm builder, e.g. http://host:8000/v1")
+    llm_model: str | None = Field(None, description="model name at the endpoint (default: its first model)")
+    llm_budget: int = Field(3, ge=1, description="answers the llm builder may give per environment before it is rejected")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ComposeConfig":
+        if self.builder == "llm" and not self.llm:
+            raise ValueError("the llm builder needs an endpoint: give --llm URL (an OpenAI-compatible base URL)")
+        if self.teacher is not None:
+            from envtrain.compose.teacher import check_spec
+
+            check_spec(self.teacher)
+        return self
 
     @property
     def cache(self) -> Path:
         return self.cache_dir if self.cache_dir is not None else self.out / "cache"
+
+    @property
+    def repair_store(self) -> Path:
+        return self.repairs if self.repairs is not None else self.out / "repairs.json"
+
+    @property
+    def teacher_settings(self) -> Any:
+        from envtrain.compose.teacher import TeacherSettings
+
+        return TeacherSettings(attempts=self.attempts, max_turns=self.teacher_turns, max_tokens=self.teacher_max_tokens,
+                               concurrency=self.teacher_concurrency)
 
 
 class Composer:
@@ -79,26 +122,61 @@ class Composer:
             raise SpecError("no skeleton fits the chosen apps and tables; allow more apps or tables")
         self.skeletons = skeletons
         self.by_archetype = {a: [s for s in skeletons if s.rule.archetype == a] for a in ARCHETYPES}
+        self._writer: Any = None
+        self.reload_repairs()
+
+    def reload_repairs(self) -> None:
+        """Read the repair store again (after the evolution round added to it)."""
+        self.repairs = RepairStore(self.config.repair_store).read()
+        self._pools: dict[tuple[str, ...] | None, AtomPool] = {}
+
+    def build_pool(self, only: tuple[str, ...] | None = None) -> AtomPool:
+        """The pool a build uses: every repair in the store (None), or exactly the repairs ``only`` names."""
+        if only not in self._pools:
+            self._pools[only] = repaired_pool(self.pool, self.repairs, only) if self.repairs else self.pool
+        return self._pools[only]
+
+    def versions(self) -> dict[str, Any]:
+        """Every version of every server atom this run can build from, by spec hash (issues name these)."""
+        from envtrain.compose.repairs import atom_versions
+
+        return atom_versions(self.pool, self.repairs)
+
+    def writer(self) -> Any:
+        if self._writer is None:
+            from envtrain.compose.llm_builder import RequestWriter
+
+            self._writer = RequestWriter(self.config.llm or "", self.config.llm_model, budget=self.config.llm_budget)
+        return self._writer
 
     def plan(self, index: int) -> tuple[Skeleton, int]:
         seed = int(content_hash([self.config.seed, index]), 16)
         options = self.by_archetype[ARCHETYPES[index % len(ARCHETYPES)]] or self.skeletons
         return options[seed % len(options)], seed
 
-    def make(self, index: int) -> dict[str, Any]:
-        """Build, guard, admit and (when admitted) write one environment; never raises."""
+    def make(self, index: int, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Build, guard, admit and (when admitted) write one environment; never raises.
+
+        ``recorded``: the index's manifest entry, to rebuild it exactly (its repairs, its LLM request)."""
         sk, seed = self.plan(index)
-        entry: dict[str, Any] = {"index": index, "skeleton": sk.hash, "domain": sk.domain, "archetype": sk.rule.archetype,
+        entry: dict[str, Any] = {"index": index, "skeleton": sk.hash, "family": sk.family, "domain": sk.domain, "archetype": sk.rule.archetype,
                                  "carrier": sk.rule.carrier, "exception": sk.rule.exception, "seed": seed}
         start = time.perf_counter()
+        only = tuple(sorted(recorded.get("repairs", ()))) if recorded is not None else None
         try:
-            built = build(sk, self.pool, self.data, seed)
+            built = build(sk, self.build_pool(only), self.data, seed)
+            if self.config.builder == "llm":
+                built, exchange = self.writer().write(built, ((recorded or {}).get("llm") or {}).get("request"))
+                entry["llm"] = exchange
         except Unbuildable as exc:
-            return {**entry, "status": "rejected", "stage": "build", "reason": exc.reason, "seconds": _since(start)}
+            stage = "llm builder" if exc.reason.startswith("llm builder") else "build"
+            return {**entry, "status": "rejected", "stage": stage, "reason": exc.reason, "seconds": _since(start)}
         except Exception as exc:  # a builder bug: counted, reported, and the run goes on
             return {**entry, "status": "rejected", "stage": "build", "reason": f"builder error: {type(exc).__name__}: {exc}",
                     "seconds": _since(start)}
         env = built.env
+        if env.provenance.settings.get("repairs"):
+            entry["repairs"] = list(env.provenance.settings["repairs"])
         entry.update(id=env.id, dataset=built.dataset, host=built.host_app, carrier_app=built.carrier_app,
                      apps=[a.name for a in env.apps], action=built.action_kind, reports=list(built.report_kinds),
                      check_kinds=env.provenance.settings.get("check_kinds", {}),
@@ -107,16 +185,29 @@ class Composer:
         faults = unstated_values(env, built.stated)
         if faults:
             return {**entry, "status": "rejected", "stage": "guard", "reason": f"unstated value: {faults[0]}",
-                    "seconds": _since(start)}
+                    **self._diagnosis(built), "seconds": _since(start)}
         built_at = time.perf_counter()
-        report = check_admission(env, search_budget=self.config.search_budget)
+        try:
+            report = check_admission(env, search_budget=self.config.search_budget)
+        except SpecError as exc:  # the environment cannot even start (a broken server atom)
+            return {**entry, "status": "rejected", "stage": "admission", "reason": f"admission: {exc}",
+                    **self._diagnosis(built), "seconds": _since(start)}
         entry["admission_seconds"] = round(time.perf_counter() - built_at, 6)
         if not report.admitted:
             first = report.failures[0]
             return {**entry, "status": "rejected", "stage": "admission",
-                    "reason": f"admission ({first.condition}): {first.reason}", "seconds": _since(start)}
+                    "reason": f"admission ({first.condition}): {first.reason}", **self._diagnosis(built), "seconds": _since(start)}
         write_env(self.config.out, env)
         return {**entry, "status": "admitted", "seconds": _since(start)}
+
+    def _diagnosis(self, built: Any) -> dict[str, Any]:
+        """For a failed build: the programmatic diagnosis, where it points at something to change (evolve.py)."""
+        if not self.config.evolve:
+            return {}
+        from envtrain.compose.evolve import diagnose
+
+        found = diagnose(built.env, [], built.stated)
+        return {"diagnosis": found.model_dump(mode="json")} if found.pathway != "keep hard" else {}
 
 
 def write_env(out: Path, env: Any) -> Path:
@@ -161,10 +252,10 @@ def finished(out: Path, entries: dict[int, dict[str, Any]]) -> set[int]:
 # -- running --------------------------------------------------------------------------------
 
 
-def _worker(config_json: str, indices: list[int], queue: Any) -> None:
+def _worker(config_json: str, jobs: list[tuple[int, dict[str, Any] | None]], queue: Any) -> None:
     composer = Composer(ComposeConfig.model_validate_json(config_json))
-    for index in indices:
-        queue.put(composer.make(index))
+    for index, recorded in jobs:
+        queue.put(composer.make(index, recorded))
     queue.put(None)
 
 
@@ -180,6 +271,7 @@ def run(config: ComposeConfig, *, progress: Callable[[int, int], None] | None = 
     entries = read_manifest(config.out)
     done = finished(config.out, entries)
     todo = [i for i in range(config.n) if i not in done]
+    jobs = [(i, entries[i] if entries.get(i, {}).get("status") == "admitted" else None) for i in todo]
     if log:
         log(f"{len(composer.skeletons)} skeletons ({len(composer.seeds)} seeds), {len(cards)} data cards;"
             f" {len(todo)} of {config.n} indices to build" + (f" ({config.n - len(todo)} already done)" if done else ""))
@@ -191,26 +283,33 @@ def run(config: ComposeConfig, *, progress: Callable[[int, int], None] | None = 
             fresh.append(entry)
             handle.write(json.dumps(entry, sort_keys=True) + "\n")
             handle.flush()
-            if progress:
+            if progress and len(fresh) <= len(todo):  # rebuilds by the evolution round are not on this bar
                 progress(len(fresh), len(todo))
 
         workers = min(config.workers, max(1, len(todo)))
         if workers <= 1:
-            for index in todo:
-                record(composer.make(index))
+            for index, recorded in jobs:
+                record(composer.make(index, recorded))
         else:
-            _parallel(config, todo, workers, record)
+            _parallel(config, jobs, workers, record)
+        rounds: dict[str, Any] = {}
+        if config.evolve or config.teacher:
+            from envtrain.compose.rounds import evolve_run
+
+            rounds = evolve_run(config, composer, entries, record, log=log, progress=progress)
     kept = {i: e for i, e in entries.items() if i < config.n}
     atomic_write_text(manifest, "".join(json.dumps(kept[i], sort_keys=True) + "\n" for i in sorted(kept)))
     report = summarize(config, list(kept.values()), fresh, composer, cards, time.perf_counter() - start)
+    report.update(rounds)
     atomic_write_text(config.out / "report.json", json.dumps(report, indent=1, sort_keys=True) + "\n")
     return report
 
 
-def _parallel(config: ComposeConfig, todo: list[int], workers: int, record: Callable[[dict[str, Any]], None]) -> None:
+def _parallel(config: ComposeConfig, jobs: list[tuple[int, dict[str, Any] | None]], workers: int,
+              record: Callable[[dict[str, Any]], None]) -> None:
     ctx = mp.get_context("spawn")  # no fork of a parent holding pandas and SQLite state
     queue = ctx.Queue()
-    shares = [todo[k::workers] for k in range(workers)]
+    shares = [jobs[k::workers] for k in range(workers)]
     procs = [ctx.Process(target=_worker, args=(config.model_dump_json(), share, queue), daemon=True) for share in shares]
     for p in procs:
         p.start()
@@ -287,12 +386,24 @@ def summarize(config: ComposeConfig, entries: list[dict[str, Any]], fresh: list[
             "mean_negative": round(sum(e["negative"] for e in admitted) / len(admitted), 2) if admitted else None,
             "mean_steps": round(sum(e["steps"] for e in admitted) / len(admitted), 2) if admitted else None,
         },
+        **({"llm_builder": _llm_summary(entries, composer)} if config.builder == "llm" else {}),
         "timing": {
             "mean_seconds": round(sum(e["seconds"] for e in fresh) / len(fresh), 5) if fresh else None,
             "mean_admission_seconds": round(sum(e.get("admission_seconds", 0) for e in fresh if "admission_seconds" in e)
                                             / max(1, sum("admission_seconds" in e for e in fresh)), 5),
         },
     }
+
+
+def _llm_summary(entries: list[dict[str, Any]], composer: Composer) -> dict[str, Any]:
+    """How the llm builder did: answers per environment, first-answer acceptance, why answers were refused."""
+    asked = [e["llm"] for e in entries if e.get("llm") and not e["llm"].get("replayed")]
+    refused = Counter(r.split(":")[0][:80] for x in asked for r in x["rejected"])
+    models = sorted({x["model"] for x in asked})
+    return {"model": composer.config.llm_model or (", ".join(models) if models else None), "environments": len(asked),
+            "answers": sum(x["answers"] for x in asked), "accepted_first": sum(x["answers"] == 1 for x in asked),
+            "refused_answers": dict(refused.most_common(10)),
+            "llm_rejections": sum(e.get("stage") == "llm builder" for e in entries)}
 
 
 def default_workers() -> int:

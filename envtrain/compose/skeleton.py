@@ -51,6 +51,7 @@ class Skeleton(_Data):
     n_distractors_min: int = 1
     chain: str  # one line, from reading the carrier to the last write
     source: str  # the documented workflow it was mined from, in words, or the seed it was recombined from
+    origin: str | None = None  # hash of the seed it was recombined from; None for a seed (not part of the hash)
 
     @property
     def structure(self) -> dict[str, Any]:
@@ -61,6 +62,11 @@ class Skeleton(_Data):
     @property
     def hash(self) -> str:
         return content_hash(self.structure)
+
+    @property
+    def family(self) -> str:
+        """The seed skeleton this one is, or was recombined from: the unit a leak-free split holds out."""
+        return self.origin or self.hash
 
 
 @dataclass(frozen=True)
@@ -202,7 +208,7 @@ def _edit(parent: Skeleton, edit: str, pool: AtomPool, rng: random.Random) -> Sk
         intents = list(parent.intents)
         intents[index] = IntentRef(app=new.app, kind=new.kind)
         chain = parent.chain.replace(old.kind, new.kind)
-        return parent.model_copy(update={"intents": tuple(intents), "chain": chain, "source": source, "dataset": None})
+        return parent.model_copy(update={"intents": tuple(intents), "chain": chain, "source": source, "origin": parent.hash, "dataset": None})
     if edit == "replace rule":
         rule: RuleAtom = rng.choice(pool.rules)
         if (rule.archetype, rule.carrier, rule.has_exception) == tuple(parent.rule.model_dump().values()):
@@ -210,7 +216,7 @@ def _edit(parent: Skeleton, edit: str, pool: AtomPool, rng: random.Random) -> Sk
         chain = f"read the {rule.carrier}; " + parent.chain.split("; ", 1)[-1]
         return parent.model_copy(update={
             "rule": RuleRef(archetype=rule.archetype, carrier=rule.carrier, exception=rule.has_exception),
-            "chain": chain, "source": source, "dataset": None})
+            "chain": chain, "source": source, "origin": parent.hash, "dataset": None})
     # add atom: a report intent, on an app of S or a new one
     reports = [a for a in pool.intents if pool.vocabulary.kind(a.kind).role == "report"
                and all((a.app, a.kind) != (i.app, i.kind) for i in parent.intents)]
@@ -222,7 +228,7 @@ def _edit(parent: Skeleton, edit: str, pool: AtomPool, rng: random.Random) -> Sk
         return None
     return parent.model_copy(update={
         "apps": apps, "intents": parent.intents + (IntentRef(app=new.app, kind=new.kind),),
-        "chain": f"{parent.chain}; {new.kind} on {new.app}", "source": source})
+        "chain": f"{parent.chain}; {new.kind} on {new.app}", "source": source, "origin": parent.hash})
 
 
 # -- how often random skeletons are valid (App. H) ----------------------------------------------

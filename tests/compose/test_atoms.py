@@ -91,3 +91,23 @@ def test_custom_atom_file(pool: AtomPool, tmp_path) -> None:
     unimplemented.write_text("intents:\n  - {app: mail, kind: escalate ticket, pos: 3, neg: 1}\n")
     with pytest.raises(SpecError, match="no tool of mail implements 'escalate ticket'"):
         pool.with_custom(unimplemented)
+
+
+def test_custom_server_atoms(pool: AtomPool, tmp_path) -> None:
+    """A custom file may bring a new version of a server (the pool then builds from it, by full spec)."""
+    import yaml
+
+    from envtrain.apps import load_app
+
+    doc = load_app("hr").model_dump(mode="json")
+    doc["description"] = "HR, as our fork serves it."
+    custom = tmp_path / "servers.yaml"
+    custom.write_text(yaml.safe_dump({"servers": [doc]}))
+    forked = pool.with_custom(custom)
+    assert forked.spec("hr").description == "HR, as our fork serves it." and forked.app_entry("hr")["name"] == "hr"
+    assert forked.servers["hr"].spec_hash != pool.servers["hr"].spec_hash and pool.app_entry("hr") == "hr"
+
+    broken = tmp_path / "broken_server.yaml"
+    broken.write_text(yaml.safe_dump({"servers": [{**doc, "capabilities": {"approve leave request": ["no_such_tool"]}}]}))
+    with pytest.raises(SpecError, match="broken_server.yaml: servers.0: .*unknown tools"):
+        pool.with_custom(broken)

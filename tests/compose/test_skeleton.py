@@ -58,7 +58,7 @@ def test_the_bundled_seeds(pool, data) -> None:
     assert len(seeds) >= 60
     assert len({s.hash for s in seeds}) == len(seeds)
     assert {s.rule.archetype for s in seeds} == {r.archetype for r in pool.rules}
-    assert len({a for s in seeds for a in s.apps}) == 11
+    assert len({a for s in seeds for a in s.apps}) == 12  # every built-in app, inventory included
     for s in seeds:
         assert s.chain and "\n" not in s.chain and len(s.source.split()) >= 5
 

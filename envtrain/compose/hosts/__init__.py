@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from envtrain.compose.hosts import calendar, chat, crm, helpdesk, hr, invoicing, mail, projects, spreadsheet, wiki, workspace
+from envtrain.compose.hosts import (
+    calendar, chat, crm, helpdesk, hr, inventory, invoicing, mail, projects, spreadsheet, wiki, workspace,
+)
 from envtrain.compose.hosts.base import Carrier, Host, Report
 
-_MODULES = (calendar, chat, crm, helpdesk, hr, invoicing, mail, projects, spreadsheet, wiki, workspace)
+_MODULES = (calendar, chat, crm, helpdesk, hr, inventory, invoicing, mail, projects, spreadsheet, wiki, workspace)
 
 
 def _collect(kind: type) -> list[type]:
