@@ -333,7 +333,7 @@ def _value_pools(check: _Check, w0: bytes) -> dict[str, list[Any]]:
     world.restore(w0)
     pools: dict[str, list[Any]] = {}
     for name, info in check.runtime.schema.entities.items():
-        for row in world.rows(name)[:200]:
+        for row in world.rows(name, limit=200):
             for column, value in row.items():
                 if value is None or isinstance(value, (dict, list)):
                     continue

@@ -195,9 +195,11 @@ class World:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def rows(self, entity: str) -> list[dict[str, Any]]:
+    def rows(self, entity: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """Rows in key order; ``limit`` reads only the first ones (SQLite stops there, not Python)."""
         info = self.schema.resolve(entity)
-        cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"')
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"{tail}')
         names = [d[0] for d in cur.description]
         return [{n: from_sql(v, info.columns[n]) for n, v in zip(names, row)} for row in cur]
 

@@ -7,7 +7,8 @@
 Modules: ``model`` (the access structure, as data), ``analysis`` (which original records a
 resource has), ``operators/`` (the 17 operators), ``build`` and ``docs`` (tools, tables and access
 docs from the structure), ``traverse`` (the public restoration), ``plan``, ``apply``, ``validate``,
-``propose`` and ``llm`` (proposers), ``lineage`` (recursion, storage, resume), ``report``, ``cli``.
+``propose`` and ``llm`` (proposers), ``lineage`` (recursion, storage, resume), ``evaluate`` (target
+evaluation at selected nodes, the stopping rule), ``report``, ``cli``.
 """
 
 from envtrain.scale.apply import apply_plan, registry_of

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from envtrain.core.app import Tool
@@ -26,7 +27,7 @@ from envtrain.core.env import Environment
 from envtrain.core.expr import Ref, walk
 from envtrain.core.io import content_hash
 from envtrain.core.schema import FILES
-from envtrain.core.world import World
+from envtrain.core.world import World, from_sql
 from envtrain.scale.model import APP, ColumnType, Registry
 
 READ_FAMILIES = ("read", "list", "search")
@@ -48,9 +49,14 @@ class Original:
     records: tuple[dict[str, Any], ...]
     needed: bool
 
+    @cached_property
+    def canonical(self) -> list[str]:
+        """Each record's canonical form (hashed here, compared again by validation's records check)."""
+        return canonical_records(self.records, self.fields)
+
     @property
     def records_hash(self) -> str:
-        return records_hash(self.records, self.fields)
+        return content_hash(sorted(self.canonical))
 
 
 def normalize(value: Any, kind: str) -> Any:
@@ -64,12 +70,20 @@ def normalize(value: Any, kind: str) -> Any:
     return value
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode  # json.dumps(..., sort_keys=True, ensure_ascii=False)
+
+
 def canonical_record(row: dict[str, Any], fields: tuple[tuple[str, ColumnType], ...]) -> str:
-    return json.dumps({n: normalize(row.get(n), t) for n, t in fields}, sort_keys=True, ensure_ascii=False)
+    return _ENCODE({n: normalize(row.get(n), t) for n, t in fields})
+
+
+def canonical_records(rows: Any, fields: tuple[tuple[str, ColumnType], ...]) -> list[str]:
+    """``canonical_record`` of each row (validation hashes and compares the same strings)."""
+    return [_ENCODE({n: normalize(row.get(n), t) for n, t in fields}) for row in rows]
 
 
 def records_hash(records: Any, fields: tuple[tuple[str, ColumnType], ...]) -> str:
-    return content_hash(sorted(canonical_record(r, fields) for r in records))
+    return content_hash(sorted(canonical_records(records, fields)))
 
 
 def _reads(tool: Tool, namespaces: set[str], clauses) -> bool:
@@ -158,8 +172,15 @@ def current_records(env: Environment, world: World, resource) -> list[dict[str, 
         return [{"path": p, "content": c} for p, c in sorted(world.files().items())]
     info = world.schema.resolve(resource.entity)
     pk = info.spec.primary_key
-    rows = world.rows(resource.entity)
+    # Only the record's fields (and the key, for the scope) are read and decoded: a wide table's
+    # other columns would cost more than the records themselves.
+    names = [n for n, _ in fields]
+    read = names if pk in names else [pk, *names]
+    columns = [info.columns[n] for n in read]
+    quoted = ", ".join(f'"{n}"' for n in read)
+    cursor = world.conn.execute(f'SELECT {quoted} FROM "{info.table}" ORDER BY "{pk}"')
+    rows = [{n: from_sql(v, c) for n, v, c in zip(read, row, columns)} for row in cursor]
     if resource.scope is not None:
         wanted = set(resource.scope)
         rows = [r for r in rows if r[pk] in wanted]
-    return [{n: r[n] for n, _ in fields} for r in rows]
+    return [{n: r[n] for n in names} for r in rows]

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from envtrain.core.env import Call, Environment, WorldState, format_validation_error
+from envtrain.core.app import App
+from envtrain.core.env import Call, Environment, Provenance, PublicDoc, WorldState, format_validation_error
 from envtrain.core.errors import SpecError
 from envtrain.core.io import content_hash
 from envtrain.core.schema import Schema
@@ -27,7 +28,7 @@ from envtrain.scale.operators import Operator
 from envtrain.scale.operators import library as operator_library
 from envtrain.scale.operators.base import PlanError, Work
 from envtrain.scale.plan import Plan, PlanStep
-from envtrain.scale.traverse import Traversal, TraversalError, call_bound
+from envtrain.scale.traverse import Restored, restore_all
 
 
 def registry_of(env: Environment) -> Registry | None:
@@ -80,11 +81,16 @@ def parent_world(env: Environment) -> World:
     return World.create(Schema(env.apps), base_time=env.world.base_time, tables=env.world.tables, files=env.world.files)
 
 
-def start_work(parent: Environment, *, release: bool = False, cache: dict[str, Any] | None = None) -> Work:
+def start_work(
+    parent: Environment, *, release: bool = False, cache: dict[str, Any] | None = None, facts: Runtime | None = None
+) -> Work:
     """The construction state for a child of ``parent`` (its registry, view rows and originals).
 
     ``cache``: a dict the caller owns, to share the analysis of the parent's untouched resources
-    between several Applies on the same parent (the proposer's lookahead)."""
+    between several Applies on the same parent (the proposer's lookahead).
+    ``facts``: a compiled environment whose W0 holds exactly the parent's facts (the caller has
+    checked that its protected contract hashes as the parent's); its W0 is analysed instead of
+    building the parent's world a second time."""
     registry = registry_of(parent) or init_registry(parent)
     payloads = leaf_payloads(registry, parent.world.tables)
     cache = {} if cache is None else cache
@@ -92,7 +98,7 @@ def start_work(parent: Environment, *, release: bool = False, cache: dict[str, A
     def originals() -> dict[str, Original]:
         key = f"originals:{parent.id}"
         if key not in cache:
-            world = parent_world(parent)
+            world = parent_world(parent) if facts is None else World.deserialize(facts.schema, facts.w0)
             try:
                 cache[key] = original_resources(parent, world, registry)
             finally:
@@ -139,16 +145,23 @@ def apply_compiled(
     operators: Mapping[str, Operator] | None = None,
     cache: dict[str, Any] | None = None,
     compile: bool = False,
-) -> tuple[Environment, Runtime | None]:
-    """Apply, also returning the runtime compiled to run the restoration (``compile``: always compile
-    one), so that validation need not compile the same candidate twice."""
+    facts: Runtime | None = None,
+    claimed: Runtime | None = None,
+) -> tuple[Environment, Restored | None]:
+    """Apply; with ``compile``, also one fresh session's restoration of every resource, which
+    validation reuses for its records check when the candidate is the child it checks.
+
+    Validation passes that child, compiled, as ``claimed``: when the candidate equals that document
+    but for its reference solution, the claimed runtime is the candidate's own (the replay's hash
+    comparison then decides), so the candidate is not compiled twice; and as ``facts`` when the
+    child's protected contract (its facts included) hashes as the parent's."""
     if plan.parent != parent.id:
         raise PlanError(f"the plan is for environment {plan.parent}, not {parent.id}")
     operators = operators if operators is not None else operator_library("full")
-    work = start_work(parent, release=plan.release_dependencies, cache=cache)
+    work = start_work(parent, release=plan.release_dependencies, cache=cache, facts=facts)
     for i, step in enumerate(plan.steps, 1):
         apply_step(work, step, operators, i)
-    return build_child(parent, work.to_registry(), work.payloads, plan, work.depth, compile=compile)
+    return build_child(parent, work.to_registry(), work.payloads, plan, work.depth, compile=compile, claimed=claimed)
 
 
 def build_child(
@@ -159,7 +172,8 @@ def build_child(
     depth: int,
     *,
     compile: bool = False,
-) -> tuple[Environment, Runtime | None]:
+    claimed: Runtime | None = None,
+) -> tuple[Environment, Restored | None]:
     removed = {name for r in registry.resources for name in r.removed_tools}
     # The original apps are already validated: pass them on as objects (only the generated app is
     # parsed), which keeps an Apply cheap however many apps and rules the parent has.
@@ -205,31 +219,44 @@ def build_child(
         },
     }
     try:
-        draft = Environment.model_validate(data)
-        needed = [r.key for r in registry.resources if r.needed]
-        runtime = Runtime(draft) if needed or compile else None
-        calls = restoration(runtime, registry, needed) if runtime is not None else []
+        draft = _draft(data)
+        needed = any(r.needed for r in registry.resources)
+        if claimed is not None and _same_but_solution(draft, claimed.env):
+            runtime: Runtime | None = claimed
+        else:
+            runtime = Runtime(draft) if needed or compile else None
+        restored = restore_all(runtime, registry, needed_only=not compile) if runtime is not None else None
     except (ValidationError, SpecError) as exc:
         text = format_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise PlanError(f"the candidate is not a valid environment: {text}") from None
-    return with_solution(draft, calls + kept), runtime
+    child = with_solution(draft, (restored.prefix if restored else []) + kept)
+    return child, restored if compile else None
 
 
-def restoration(runtime: Runtime, registry: Registry, keys: list[str]) -> list[Call]:
-    """The public calls that restore the records of ``keys`` in a fresh session (as far as they go:
-    a candidate whose restoration fails keeps the calls that worked, and validation says why)."""
-    if not keys:
-        return []
-    rows = sum(len(v) for k, v in runtime.env.world.tables.items() if k.startswith(APP + "."))
-    with runtime.session() as session:
-        session.reset()
-        traversal = Traversal(session, registry, bound=call_bound(registry, rows))
-        try:
-            for key in keys:
-                traversal.records(key)
-        except TraversalError:
-            pass
-        return list(traversal.calls)
+def _draft(data: dict[str, Any]) -> Environment:
+    """The child before its reference solution is known. Only the parts Apply generated are
+    validated (the parent's own parts already were), and no id is computed: ``with_solution``
+    computes the child's."""
+    apps = tuple(a if isinstance(a, App) else App.model_validate(a) for a in data["apps"])
+    docs = tuple(d if isinstance(d, PublicDoc) else PublicDoc.model_validate(d) for d in data["docs"])
+    return Environment.model_construct(
+        id="",
+        apps=apps,
+        world=data["world"],
+        request=data["request"],
+        persona=dict(data["persona"]),
+        docs=docs,
+        verifier=data["verifier"],
+        reference_solution=tuple(data["reference_solution"]),
+        provenance=Provenance.model_validate(data["provenance"]),
+    )
+
+
+_PARTS = ("apps", "world", "request", "persona", "docs", "verifier", "provenance")
+
+
+def _same_but_solution(a: Environment, b: Environment) -> bool:
+    return all(getattr(a, name) == getattr(b, name) for name in _PARTS)
 
 
 def with_solution(env: Environment, calls: list[Call]) -> Environment:

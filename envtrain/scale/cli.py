@@ -2,6 +2,7 @@
 
     envtrain scale --envs examples/ --depth 5 --proposer programmatic --seed 0 --out runs/res
     envtrain scale --envs examples/ --depth 5 --out runs/res-basic --ablation basic
+    envtrain scale --envs examples/ --depth 6 --out runs/res-eval --evaluate-policy openai:http://127.0.0.1:8000/v1 --evaluate-every 2
     envtrain scale validate PARENT.json CHILD.json PLAN.json
 
 Registered in ``envtrain/cli.py`` with ``app.add_typer(scale_app, name="scale")``.
@@ -53,6 +54,13 @@ def scale_cmd(
     workers: int = typer.Option(1, min=1, help="Lineages scaled at once (processes)."),
     llm_url: Optional[str] = typer.Option(None, help="llm proposer: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1"),
     llm_model: Optional[str] = typer.Option(None, help="llm proposer: model name."),
+    evaluate_policy: Optional[str] = typer.Option(
+        None, help="Target evaluation at selected depths with this policy: oracle, noop, hf:PATH, openai:URL, vllm:MODEL."
+    ),
+    evaluate_at: Optional[str] = typer.Option(None, help="Target evaluation: depths to evaluate, e.g. 0,3,5 (0 is the root)."),
+    evaluate_every: Optional[int] = typer.Option(None, min=1, help="Target evaluation: every K-th depth (K, 2K, ...)."),
+    evaluate_attempts: int = typer.Option(3, min=3, help="Target evaluation: attempts per evaluated node."),
+    evaluate_max_turns: int = typer.Option(60, min=1, help="Target evaluation: assistant turns per attempt."),
 ) -> None:
     """Make environments harder, round after round, keeping request, facts and verifier fixed (RES)."""
     if ctx.invoked_subcommand is not None:
@@ -65,6 +73,10 @@ def scale_cmd(
     if envs is None or out is None:
         _die("scale needs --envs DIR and --out DIR (or the subcommand: scale validate PARENT CHILD PLAN)")
     try:
+        at = tuple(int(d) for d in evaluate_at.split(",") if d.strip()) if evaluate_at else ()
+    except ValueError:
+        _die(f"--evaluate-at: a comma-separated list of depths, got {evaluate_at!r}")
+    try:
         config = ScaleConfig(
             depth=depth,
             proposer=proposer,
@@ -75,13 +87,27 @@ def scale_cmd(
             lookahead=lookahead,
             llm_url=llm_url,
             llm_model=llm_model,
+            evaluate_policy=evaluate_policy,
+            evaluate_at=at,
+            evaluate_every=evaluate_every,
+            evaluate_attempts=evaluate_attempts,
+            evaluate_max_turns=evaluate_max_turns,
         )
     except ValidationError as exc:
         first = exc.errors()[0]
-        _die(f"--{first['loc'][0]}: {first['msg']}")
+        where = f"--{str(first['loc'][0]).replace('_', '-')}: " if first["loc"] else ""
+        _die(f"{where}{first['msg'].removeprefix('Value error, ')}")
     if config.proposer == "llm" and not config.llm_url:
         _die("--proposer llm needs --llm-url (an OpenAI-compatible endpoint)")
     roots = _roots(envs)
+    policy = None
+    if config.evaluate_policy and workers <= 1:  # built once here (a bad spec fails now); workers build their own
+        from envtrain.agent.registry import make_policy
+
+        try:
+            policy = make_policy(config.evaluate_policy)
+        except (ValueError, ImportError, OSError) as exc:
+            _die(f"--evaluate-policy: {exc}")
     with Progress(
         TextColumn("scale"),
         BarColumn(),
@@ -103,9 +129,22 @@ def scale_cmd(
             bar.update(task, note=f"{done['lineages']}/{len(roots)} lineages")
 
         try:
-            report = scale_all(roots, out, config, workers=workers, on_node=node if workers <= 1 else None, on_lineage=lineage)
+            report = scale_all(
+                roots,
+                out,
+                config,
+                workers=workers,
+                on_node=node if workers <= 1 else None,
+                on_lineage=lineage,
+                policy=policy,
+            )
         except ValueError as exc:
             _die(str(exc))
+        finally:
+            if policy is not None:
+                from envtrain.scale.evaluate import close_policy
+
+                close_policy(policy)
     _print_report(report, out)
 
 
@@ -126,6 +165,15 @@ def _print_report(report: dict, out: Path) -> None:
     ]
     if report.get("children_per_second") is not None:
         rows.append(("children per second", f"{report['children_per_second']}"))
+    ev = report.get("evaluation", {})
+    if ev.get("nodes"):
+        rows.append(
+            (
+                "target evaluation (nodes: passes / assessed failures / errors of attempts)",
+                f"{ev['nodes']}: {ev['passes']} / {ev['assessed_failures']} / {ev['measurement_errors']} of {ev['attempts']}",
+            )
+        )
+        rows.append(("lineages stopped by target evaluation", str(ev["lineages_stopped"])))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)

@@ -3,7 +3,8 @@
 Each lineage lives in ``OUT/lineages/<root id>/``: ``0.json`` is the root, ``<d>.json`` the
 accepted child at depth d, with ``<d>.plan.json`` (its plan) and ``<d>.validation.json`` (its
 validation record, the repair attempts that preceded it and their costs) beside it, and
-``status.json`` saying how far the lineage got and why it stopped. A rerun resumes: the chain
+``status.json`` saying how far the lineage got and why it stopped; a node evaluated by a target
+policy has ``<d>.eval.json`` beside it (``envtrain.scale.evaluate``). A rerun resumes: the chain
 on disk is checked link by link (ids, parents, plans, validation records) and continued from the
 last good node; a broken link is reported with the check it fails and the files from it on are
 rebuilt.
@@ -17,12 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from envtrain.agent.types import Policy
 from envtrain.core.env import Environment
 from envtrain.core.errors import SpecError
 from envtrain.core.io import atomic_write_text, content_hash
 from envtrain.scale.apply import apply_plan
+from envtrain.scale.evaluate import STOP_FAILURES, NodeEvaluator, close_policy, selected
 from envtrain.scale.operators import library as operator_library
 from envtrain.scale.operators.base import PlanError
 from envtrain.scale.plan import Plan
@@ -51,10 +54,31 @@ class ScaleConfig(BaseModel):
     admission_budget: int = Field(400, ge=1, description="tool calls the admission condition (4) search may try")
     llm_url: str | None = Field(None, description="llm proposer: an OpenAI-compatible base URL (…/v1)")
     llm_model: str | None = Field(None, description="llm proposer: the model name to request")
+    evaluate_policy: str | None = Field(
+        None, description="target evaluation: a policy spec (oracle, noop, hf:PATH, openai:URL); none: no evaluation"
+    )
+    evaluate_at: tuple[int, ...] = Field((), description="target evaluation: the depths evaluated (0 is the root)")
+    evaluate_every: int | None = Field(None, ge=1, description="target evaluation: also every K-th depth (K, 2K, ...)")
+    evaluate_attempts: int = Field(3, ge=STOP_FAILURES, description="target evaluation: attempts per evaluated node")
+    evaluate_max_turns: int = Field(60, ge=1, description="target evaluation: assistant turns per attempt (RES Table A1)")
+
+    @model_validator(mode="after")
+    def _evaluation(self) -> "ScaleConfig":
+        chosen = bool(self.evaluate_at) or self.evaluate_every is not None
+        if chosen and not self.evaluate_policy:
+            raise ValueError("evaluate_at / evaluate_every need evaluate_policy (the policy that evaluates the nodes)")
+        if self.evaluate_policy and not chosen:
+            raise ValueError("evaluate_policy needs the depths to evaluate: evaluate_at or evaluate_every")
+        if any(d < 0 or d > self.depth for d in self.evaluate_at):
+            raise ValueError(f"evaluate_at: depths are 0..{self.depth}")
+        return self
 
     @property
     def library(self) -> str:
         return "basic" if self.ablation == "basic" else "full"
+
+    def evaluated(self, depth: int) -> bool:
+        return self.evaluate_policy is not None and selected(depth, self.evaluate_at, self.evaluate_every)
 
 
 @dataclass
@@ -175,7 +199,7 @@ def load_chain(folder: Path, root: Environment, *, independent: bool) -> tuple[l
         if isinstance(why, str):
             warnings.append(f"depth {depth}: {why}; rebuilding from depth {depth}")
             for d in range(depth, 10_000):
-                paths = [folder / f"{d}{s}" for s in (".json", ".plan.json", ".validation.json")]
+                paths = [folder / f"{d}{s}" for s in (".json", ".plan.json", ".validation.json", ".eval.json")]
                 if not any(p.exists() for p in paths):
                     break
                 for p in paths:
@@ -204,8 +228,15 @@ def _link(folder: Path, depth: int, parent: Environment) -> Environment | str:
     return child
 
 
-def run_lineage(root_path: Path, out: Path, config: ScaleConfig, on_node: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Scale one root to the depth cap (or until no valid child is found); resumable."""
+def run_lineage(
+    root_path: Path,
+    out: Path,
+    config: ScaleConfig,
+    on_node: Callable[[int], None] | None = None,
+    policy: Policy | None = None,
+) -> dict[str, Any]:
+    """Scale one root to the depth cap (or until no valid child is found, or target evaluation
+    stops it); resumable. ``policy``: the evaluating policy (default: built from the config)."""
     root = Environment.load(root_path)
     folder = lineage_dir(out, root)
     folder.mkdir(parents=True, exist_ok=True)
@@ -217,19 +248,53 @@ def run_lineage(root_path: Path, out: Path, config: ScaleConfig, on_node: Callab
     status = _read(status_path)
     if status.get("state") == "stopped" and status.get("depth") == len(nodes) - 1 and not warnings:
         return status  # a lineage that ran out of valid children stays stopped on resume
-    lengths = [len(n.reference_solution) for n in nodes]
     for node in nodes[1:]:
         if on_node:
             on_node(node.provenance.depth)
     state, reason = "done", ""
+    evaluator = NodeEvaluator(folder, config, policy)
+    try:
+        for node_depth, node in enumerate(nodes):
+            reason = evaluator.stops(node_depth, node)
+            if reason:
+                state, nodes = "stopped", nodes[: node_depth + 1]
+                break
+        if state == "done":
+            state, reason = _grow(folder, config, root, nodes, evaluator, on_node, independent)
+    finally:
+        evaluator.close()
+    lengths = [len(n.reference_solution) for n in nodes]
+    status = {
+        "root": root.id,
+        "source": str(root_path),
+        "depth": len(nodes) - 1,
+        "state": state,
+        "reason": reason,
+        "reference_lengths": lengths,
+        "warnings": warnings,
+        "independent": independent,
+    }
+    _write_json(status_path, status)
+    return status
+
+
+def _grow(
+    folder: Path,
+    config: ScaleConfig,
+    root: Environment,
+    nodes: list[Environment],
+    evaluator: NodeEvaluator,
+    on_node: Callable[[int], None] | None,
+    independent: bool,
+) -> tuple[str, str]:
+    """Extend ``nodes`` (in place) to the depth cap; returns the lineage's state and why."""
     for depth in range(len(nodes), config.depth + 1):
         parent = root if independent else nodes[-1]
         proposer = make_proposer(config, seed_offset=depth if independent else 0)
         ext = extend(parent, proposer, config)
         if ext.child is None:
-            state, reason = "stopped", ext.reason
             _write_failed(folder, depth, ext)
-            break
+            return "stopped", ext.reason
         assert ext.plan is not None and ext.validation is not None
         ext.plan.save(folder / f"{depth}.plan.json")
         _write_json(
@@ -244,21 +309,12 @@ def run_lineage(root_path: Path, out: Path, config: ScaleConfig, on_node: Callab
         )
         ext.child.save(folder / f"{depth}.json")  # written last: its presence marks the node complete
         nodes.append(ext.child)
-        lengths.append(len(ext.child.reference_solution))
         if on_node:
             on_node(depth)
-    status = {
-        "root": root.id,
-        "source": str(root_path),
-        "depth": len(nodes) - 1,
-        "state": state,
-        "reason": reason,
-        "reference_lengths": lengths,
-        "warnings": warnings,
-        "independent": independent,
-    }
-    _write_json(status_path, status)
-    return status
+        reason = evaluator.stops(depth, ext.child)
+        if reason:
+            return "stopped", reason
+    return "done", ""
 
 
 def _write_failed(folder: Path, depth: int, ext: Extension) -> None:
@@ -284,7 +340,10 @@ def check_config(out: Path, config: ScaleConfig) -> None:
     path = out / "config.json"
     data = config.model_dump(mode="json")
     if path.exists():
+        # A setting added since the run was written counts as at its default.
+        defaults = ScaleConfig.model_construct().model_dump(mode="json")
         old = _read(path)
+        old = {**defaults, **old} if old else old
         if old and old != data:
             changed = sorted(k for k in set(old) | set(data) if old.get(k) != data.get(k))
             raise ValueError(
@@ -309,17 +368,32 @@ def scale_all(
     workers: int = 1,
     on_node: Callable[[str, int], None] | None = None,
     on_lineage: Callable[[dict[str, Any]], None] | None = None,
+    policy: Policy | None = None,
 ) -> dict[str, Any]:
-    """Scale every root (one lineage each); returns the report. Rerunning resumes."""
+    """Scale every root (one lineage each); returns the report. Rerunning resumes.
+
+    ``policy``: the target-evaluation policy object (default: built once from the config's spec;
+    with several workers, each lineage builds its own)."""
     from envtrain.scale.report import build_report
 
+    if policy is not None and workers > 1:
+        raise ValueError("a policy object cannot be shared by worker processes: use workers=1 or the config's policy spec")
     check_config(out, config)
     start = time.perf_counter()
     if workers <= 1:
-        for path in paths:
-            status = _run_one(path, out, config, (lambda d, p=path: on_node(str(p), d)) if on_node else None)
-            if on_lineage:
-                on_lineage(status)
+        owned = policy is None and config.evaluate_policy is not None
+        if owned:
+            from envtrain.agent.registry import make_policy
+
+            policy = make_policy(config.evaluate_policy or "")
+        try:
+            for path in paths:
+                status = _run_one(path, out, config, (lambda d, p=path: on_node(str(p), d)) if on_node else None, policy)
+                if on_lineage:
+                    on_lineage(status)
+        finally:
+            if owned and policy is not None:
+                close_policy(policy)
     else:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -335,9 +409,9 @@ def scale_all(
     return report
 
 
-def _run_one(path: Path, out: Path, config: ScaleConfig, on_node) -> dict[str, Any]:
+def _run_one(path: Path, out: Path, config: ScaleConfig, on_node, policy: Policy | None = None) -> dict[str, Any]:
     try:
-        return run_lineage(path, out, config, on_node)
+        return run_lineage(path, out, config, on_node, policy)
     except SpecError as exc:  # a root that is not an environment: recorded, the others go on
         record = {"source": str(path), "error": str(exc)}
         failed = _read(out / "not_loaded.json")

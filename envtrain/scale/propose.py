@@ -108,6 +108,12 @@ class ProgrammaticProposer:
             steps.append(step)
             last_made = set(work.leaves) - before or {step.target}
         if not steps:
+            if not work.leaves and not work.originals():
+                raise NoProposal(
+                    f"nothing in {parent.id} can be transformed: no original resource is read by a declarative "
+                    "read, list or search tool or by the workspace's file tools (handler tools over opaque state, "
+                    "such as BFCL's API classes, reveal no records that scaling can move)"
+                )
             raise NoProposal(f"no operator applies to any view of {parent.id} (tried {len(banned)} rejected pairs)")
         return Plan(parent=parent.id, steps=tuple(steps), release_dependencies=self.release, proposer=self.name)
 

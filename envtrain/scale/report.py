@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from envtrain.scale.evaluate import STOPPED
+
 
 def build_report(out: Path, depth: int, *, wall_seconds: float | None = None) -> dict[str, Any]:
     lineages = []
@@ -22,11 +24,13 @@ def build_report(out: Path, depth: int, *, wall_seconds: float | None = None) ->
     attempts_per_child: list[int] = []
     seconds_per_child: list[float] = []
     tokens = calls = proposer_seconds = 0.0
+    evaluations: list[dict[str, Any]] = []
     for folder in sorted((out / "lineages").glob("*")):
         status = _read(folder / "status.json")
         if not status:
             continue
         lineages.append(status)
+        evaluations.extend(r for r in map(_read, sorted(folder.glob("*.eval.json"))) if r)
         for path in sorted(folder.glob("*.validation.json")) + sorted(folder.glob("*.rejected.json")):
             record = _read(path)
             attempts = record.get("attempts", [])
@@ -72,11 +76,32 @@ def build_report(out: Path, depth: int, *, wall_seconds: float | None = None) ->
         "proposer": {"calls": calls, "tokens": tokens, "seconds": round(proposer_seconds, 3)},
         "stopped": {s["root"]: s.get("reason", "") for s in lineages if s.get("state") == "stopped"},
         "warnings": [f"{s['root']}: {w}" for s in lineages for w in s.get("warnings", [])],
+        "evaluation": _evaluation(evaluations, lineages),
     }
     if wall_seconds is not None:
         report["wall_seconds"] = round(wall_seconds, 3)
         report["children_per_second"] = round(children / wall_seconds, 3) if wall_seconds else None
     return report
+
+
+def _evaluation(records: list[dict[str, Any]], lineages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Target evaluation at selected nodes: attempts and their outcomes, in all and by depth."""
+    by_depth: dict[str, dict[str, int]] = {}
+    for r in records:
+        row = by_depth.setdefault(str(r.get("depth")), {"nodes": 0, "attempts": 0, "passes": 0, "stops": 0})
+        row["nodes"] += 1
+        row["attempts"] += len(r.get("attempts", []))
+        row["passes"] += r.get("passes", 0)
+        row["stops"] += bool(r.get("stop"))
+    return {
+        "nodes": len(records),
+        "attempts": sum(len(r.get("attempts", [])) for r in records),
+        "passes": sum(r.get("passes", 0) for r in records),
+        "assessed_failures": sum(r.get("assessed_failures", 0) for r in records),
+        "measurement_errors": sum(r.get("measurement_errors", 0) for r in records),
+        "lineages_stopped": sum(1 for s in lineages if str(s.get("reason", "")).startswith(STOPPED)),
+        "by_depth": dict(sorted(by_depth.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1)),
+    }
 
 
 def _at(values: list[int], d: int) -> float:

@@ -15,12 +15,13 @@ key or detail that resolves to nothing), ``records`` (a view that cannot be read
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from envtrain.core.env import Call
-from envtrain.core.session import Session
+from envtrain.core.session import Runtime, Session
 from envtrain.scale.build import FIRST_CURSOR, NEXT, fetch_tool, key_arg, prep_tool
-from envtrain.scale.model import Binding, Leaf, Registry
+from envtrain.scale.model import APP, Binding, Leaf, Registry
 
 
 class TraversalError(Exception):
@@ -345,14 +346,45 @@ def _show(args: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in args.items())
 
 
-def restore(
-    session: Session, registry: Registry, keys: list[str], *, bound: int
-) -> tuple[dict[str, list[dict[str, Any]]], list[Call]]:
-    """Restore the records of ``keys`` in a fresh session; returns them and the calls made."""
-    session.reset()
-    traversal = Traversal(session, registry, bound=bound)
-    records = {key: traversal.records(key) for key in keys}
-    return records, traversal.calls
+@dataclass
+class Restored:
+    """One fresh session's restoration of the transformed resources, the task's own first."""
+
+    records: dict[str, list[dict[str, Any]]]  # resource key -> the rows the traversal recovered
+    errors: dict[str, TraversalError]  # resource key -> why its traversal stopped
+    prefix: list[Call]  # the calls restoring the resources the task needs: the reference solution's head
+    calls: int  # every call made, all resources
+    bound: int
+
+
+def restore_all(runtime: Runtime, registry: Registry, *, needed_only: bool = False) -> Restored:
+    """Restore every resource (or only the needed ones) in one fresh session of ``runtime``.
+
+    Needed resources go first so that their calls form the restoration prefix; it stops at the
+    first needed resource that fails (the candidate keeps the calls that worked, and validation
+    says why). Apply and the records check share this one traversal."""
+    needed = [r.key for r in registry.resources if r.needed]
+    keys = needed if needed_only else needed + [r.key for r in registry.resources if not r.needed]
+    rows = sum(len(v) for k, v in runtime.env.world.tables.items() if k.startswith(APP + "."))
+    bound = call_bound(registry, rows)
+    records: dict[str, list[dict[str, Any]]] = {}
+    errors: dict[str, TraversalError] = {}
+    prefix: list[Call] | None = None
+    with runtime.session() as session:
+        session.reset()
+        traversal = Traversal(session, registry, bound=bound)
+        for n, key in enumerate(keys):
+            if prefix is None and n == len(needed):
+                prefix = list(traversal.calls)
+            try:
+                records[key] = traversal.records(key)
+            except TraversalError as exc:
+                errors[key] = exc
+                if prefix is None:  # a needed resource failed: the prefix ends with the calls that worked
+                    prefix = list(traversal.calls)
+        if prefix is None:
+            prefix = list(traversal.calls)
+    return Restored(records, errors, prefix, len(traversal.calls), bound)
 
 
 def call_bound(registry: Registry, rows: int) -> int:

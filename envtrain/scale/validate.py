@@ -27,8 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from envtrain.core.admission import check_admission
 from envtrain.core.env import Environment
 from envtrain.core.errors import SpecError
+from envtrain.core.io import content_hash
 from envtrain.core.session import Runtime
-from envtrain.scale.analysis import FILE_READ_HANDLERS, READ_FAMILIES, canonical_record, current_records, records_hash
+from envtrain.scale.analysis import FILE_READ_HANDLERS, READ_FAMILIES, Original, canonical_records, current_records
 from envtrain.scale.apply import apply_compiled, contract_hash, depth_of, registry_of
 from envtrain.scale.build import fetch_tool, key_arg, leaf_payloads
 from envtrain.scale.graph import cycle
@@ -36,7 +37,7 @@ from envtrain.scale.model import APP, Registry, leaf_ids
 from envtrain.scale.operators import Operator
 from envtrain.scale.operators.base import PlanError
 from envtrain.scale.plan import Plan
-from envtrain.scale.traverse import Traversal, TraversalError, call_bound
+from envtrain.scale.traverse import Restored, restore_all
 
 CHECKS = ("lineage", "contract", "replay", "references", "termination", "records", "bypass", "admission")
 
@@ -88,30 +89,50 @@ def validate(
     *,
     operators: Mapping[str, Operator] | None = None,
     admission_budget: int = 400,
+    share: bool = True,
 ) -> Validation:
+    """Run every check; each failed one names itself and says why.
+
+    ``share``: checks reuse each other's work on the same documents: the child is compiled once
+    (the replay takes it as the rebuilt candidate's runtime when the two agree, and reads the
+    parent's facts from it when the contract says they are the parent's), and the records check
+    reuses the replay's fresh-session traversal and its reading of the original records. With
+    ``share=False`` every check computes its own evidence (the parent's world is built, the
+    rebuilt candidate compiled and traversed, the records read again): slower, same results."""
     start = time.perf_counter()
     run = _Run()
     evidence: dict[str, Any] = {"reference_length": len(child.reference_solution)}
     parent_registry = registry_of(parent)
     registry = _timed(run, "lineage", lambda: _lineage(parent, child, plan, parent_registry))
-    _timed(run, "contract", lambda: _contract(parent, child, parent_registry, registry))
-    runtime = _timed(run, "replay", lambda: _replay(parent, child, plan, operators, evidence))
-    if runtime is None:  # the replay did not give this very child: compile the child itself
-        try:
-            runtime = Runtime(child)
-        except SpecError as exc:
-            run.record("admission", [f"the child does not load: {exc}"])
+    same_facts = _timed(run, "contract", lambda: _contract(parent, child, parent_registry, registry))
+    # The child is compiled once, first: the replay uses it as the rebuilt candidate's runtime
+    # when the two documents agree, and (its facts being the parent's) to read the parent's facts.
+    t = time.perf_counter()
+    try:
+        runtime: Runtime | None = Runtime(child)
+    except SpecError as exc:
+        runtime = None
+        run.record("admission", [f"the child does not load: {exc}"])
+    run.record("replay", [], time.perf_counter() - t)
+    cache: dict[str, Any] = {}
+    claimed = runtime if share else None
+    facts = runtime if share and same_facts else None
+    restored = _timed(run, "replay", lambda: _replay(parent, child, plan, operators, evidence, claimed, facts, cache))
+    # Resources first transformed by this plan were analysed on the child's own W0 (same facts):
+    # their records need not be read and encoded a second time.
+    fresh = cache.get(f"originals:{parent.id}", {}) if facts is not None else {}
+    if not share:
+        restored = None
     if registry is not None and runtime is not None:
         _structure(run, child, registry)
-        _restore(run, child, registry, runtime, evidence)
+        _restore(run, child, registry, runtime, evidence, restored, fresh)
         _timed(run, "bypass", lambda: _bypass(child, registry, runtime))
     elif registry is None:
         for name in ("references", "termination", "records", "bypass"):
             run.record(name, ["not run: the child carries no access registry"])
     if runtime is not None:
         t = time.perf_counter()
-        same = runtime if runtime.env.id == child.id else None  # reuse the compiled child, never another document
-        report = check_admission(child, search_budget=admission_budget, runtime=same)
+        report = check_admission(child, search_budget=admission_budget, runtime=runtime)
         evidence["admission"] = report.to_dict()
         run.record(
             "admission",
@@ -179,7 +200,10 @@ def _lineage(
     return registry, out
 
 
-def _contract(parent: Environment, child: Environment, parent_registry: Registry | None, registry: Registry | None) -> list[str]:
+def _contract(
+    parent: Environment, child: Environment, parent_registry: Registry | None, registry: Registry | None
+) -> tuple[bool, list[str]]:
+    """The messages, and whether the child's protected contract (its facts included) is the parent's."""
     out = []
     if child.request != parent.request:
         out.append("the request changed")
@@ -188,25 +212,35 @@ def _contract(parent: Environment, child: Environment, parent_registry: Registry
     if child.persona != parent.persona:
         out.append("the persona changed")
     want = contract_hash(parent, parent_registry)
-    if registry is None or contract_hash(child, registry) != want:
+    same = registry is not None and contract_hash(child, registry) == want
+    if not same:
         out.append("the protected contract (objective, verifier, task docs, facts, write tools) does not hash as the parent's")
     if registry is not None and want != registry.contract:
         out.append("the parent's protected contract is not the root's")
-    return out
+    return same, out
 
 
 def _replay(
-    parent: Environment, child: Environment, plan: Plan, operators, evidence: dict[str, Any]
-) -> tuple[Runtime | None, list[str]]:
-    """Rebuild the candidate from the frozen parent; on a match, its compiled runtime serves the
-    later checks (it runs the very same apps and world)."""
+    parent: Environment,
+    child: Environment,
+    plan: Plan,
+    operators,
+    evidence: dict[str, Any],
+    claimed: Runtime | None,
+    facts: Runtime | None,
+    cache: dict[str, Any],
+) -> tuple[Restored | None, list[str]]:
+    """Rebuild the candidate from the frozen parent; on a match, its restoration serves the
+    records check: it was traversed in a fresh session of this very document."""
     try:
-        rebuilt, runtime = apply_compiled(parent, plan, operators=operators, compile=True)
+        rebuilt, restored = apply_compiled(
+            parent, plan, operators=operators, cache=cache, compile=True, facts=facts, claimed=claimed
+        )
     except PlanError as exc:
         return None, [f"the plan does not apply to the parent: {exc}"]
     evidence["replay"] = rebuilt.id
     if rebuilt.id == child.id:
-        return runtime, []
+        return restored, []
     parts = [
         name
         for name in ("apps", "world", "docs", "reference_solution", "provenance", "verifier", "request")
@@ -250,50 +284,62 @@ def _structure(run: _Run, child: Environment, registry: Registry) -> None:
     run.record("termination", [f"prerequisite cycle: {' -> '.join(loop)}"] if loop else [])
 
 
-def _restore(run: _Run, child: Environment, registry: Registry, runtime: Runtime, evidence: dict[str, Any]) -> None:
+def _restore(
+    run: _Run,
+    child: Environment,
+    registry: Registry,
+    runtime: Runtime,
+    evidence: dict[str, Any],
+    restored: Restored | None,
+    fresh: Mapping[str, Original],
+) -> None:
+    """Every resource's records, read from the child's W0, against what a fresh session's public
+    traversal recovered (the replay's, when the replay rebuilt this very child). ``fresh``: the
+    resources the replay analysed on the child's W0, their records already read."""
     t = time.perf_counter()
-    payloads = leaf_payloads(registry, child.world.tables)
-    rows = sum(len(v) for k, v in child.world.tables.items() if k.startswith(APP + "."))
-    bound = call_bound(registry, rows)
+    if restored is None:
+        restored = restore_all(runtime, registry)
     lost: list[str] = []
     counts: dict[str, int] = {}
-    facts_session = runtime.session()  # W0, where the original records are read
-    try:
-        facts = facts_session.world
-        with runtime.session() as session:
-            session.reset()
-            traversal = Traversal(session, registry, bound=bound)
-            for resource in registry.resources:
-                expected = current_records(child, facts, resource)
-                if records_hash(expected, resource.fields) != resource.records_hash:
-                    run.record("contract", [f"{resource.label}: the original records changed"])
-                try:
-                    got = traversal.records(resource.key)
-                except TraversalError as exc:
-                    run.record(exc.check, [f"{resource.label}: {exc.message}"])
-                    lost.append(f"{resource.label}: not restored (see {exc.check})")
-                    continue
-                counts[resource.key] = len(got)
-                lost.extend(_compare(resource, expected, got))
-            evidence["restore_calls"] = len(traversal.calls)
-            evidence["call_bound"] = bound
-    finally:
-        facts_session.close()
+    with runtime.session() as facts_session:  # W0, where the original records are read
+        for resource in registry.resources:
+            original = fresh.get(resource.key)
+            if original is not None and (original.entity, original.fields, original.scope) == (
+                resource.entity,
+                resource.fields,
+                resource.scope,
+            ):
+                expected = original.canonical  # the same rows of the same W0, read once
+            else:
+                expected = canonical_records(current_records(child, facts_session.world, resource), resource.fields)
+            if content_hash(sorted(expected)) != resource.records_hash:
+                run.record("contract", [f"{resource.label}: the original records changed"])
+            error = restored.errors.get(resource.key)
+            if error is not None:
+                run.record(error.check, [f"{resource.label}: {error.message}"])
+                lost.append(f"{resource.label}: not restored (see {error.check})")
+                continue
+            got = restored.records[resource.key]
+            counts[resource.key] = len(got)
+            lost.extend(_compare(resource, expected, got))
+    evidence["restore_calls"] = restored.calls
+    evidence["call_bound"] = restored.bound
     evidence["records"] = counts
-    evidence["views"] = len(payloads)
+    evidence["views"] = len(registry.leaves)
     run.record("records", lost, time.perf_counter() - t)
     run.record("references", [])
     run.record("termination", [])
 
 
-def _compare(resource, expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
+def _compare(resource, expected: list[str], got: list[dict[str, Any]]) -> list[str]:
+    """``expected``: the records' canonical forms; ``got``: the restored rows."""
     names = {n for n, _ in resource.fields}
     out = []
     odd = [sorted(set(r) ^ names) for r in got if set(r) != names]
     if odd:
         out.append(f"{resource.label}: restored rows have other columns than the records ({odd[0]})")
-    want = Counter(canonical_record(r, resource.fields) for r in expected)
-    have = Counter(canonical_record(r, resource.fields) for r in got)
+    want = Counter(expected)
+    have = Counter(canonical_records(got, resource.fields))
     missing, extra = want - have, have - want
     duplicated = {k: n for k, n in extra.items() if k in want}
     unknown = {k: n for k, n in extra.items() if k not in want}

@@ -179,3 +179,14 @@ def test_a_gold_call_off_its_doc_type_still_runs() -> None:
     schema = env.apps[0].tool("close_ticket").parameters["properties"]["ticket_id"]
     assert schema["type"] == ["integer", "string"]
     assert check_admission(env, handlers=bfcl_handlers()).admitted
+
+
+def test_scale_says_why_it_cannot_transform_a_bfcl_environment(envs, tmp_path) -> None:
+    """Every gold call's result is asserted, so no read path can be moved (see bfcl/env.py)."""
+    from envtrain.scale.lineage import ScaleConfig, run_lineage
+
+    path = tmp_path / "bfcl.json"
+    envs["multi_turn_base_0"].save(path)
+    status = run_lineage(path, tmp_path / "out", ScaleConfig(depth=2, lookahead=1))
+    assert (status["state"], status["depth"]) == ("stopped", 0)
+    assert "nothing in" in status["reason"] and "BFCL's API classes" in status["reason"]
