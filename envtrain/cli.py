@@ -23,11 +23,13 @@ def _register_builders() -> None:
     # Each builder keeps its command beside its code; they import only typer and rich at load time.
     from envtrain.bench.cli import export_cmd
     from envtrain.compose.cli import compose_app
+    from envtrain.demo.cli import demo_cmd
     from envtrain.eval.cli import eval_cmd
     from envtrain.scale.cli import scale_app
     from envtrain.synth.cli import synth_cmd
     from envtrain.train.cli import grpo_cmd, sft_cmd
 
+    app.command("demo")(demo_cmd)
     app.add_typer(compose_app, name="compose")
     app.command("eval")(eval_cmd)
     app.command("bench-export")(export_cmd)
@@ -148,6 +150,9 @@ def env_show(path: Path = typer.Argument(..., help="An environment file.")) -> N
     for polarity, group in (("+", env.verifier.positive), ("-", env.verifier.negative)):
         for a in group:
             ver.add_row(polarity, escape(a.name), escape(a.describe()))
+    for check in env.verifier.checks:  # V+ that no condition can say: a script the handler runs over the workspace
+        first = check.script.strip().splitlines()[0] if check.script.strip() else ""
+        ver.add_row("+", escape(check.name), escape(f"checker script via {check.handler}: {first[:60]}"))
     console.print(ver)
     console.print("[bold]reference solution:[/]")
     for i, call in enumerate(env.reference_solution):

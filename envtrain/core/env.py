@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from envtrain.core.app import App
 from envtrain.core.condition import Assertion
@@ -35,9 +35,27 @@ class PublicDoc(_Doc):
     body: str
 
 
+class Check(_Doc):
+    """A V+ assertion no condition can say: a script run over the final workspace by a handler
+    (``shell.check`` runs it in a sandbox). It holds when the script reports ``{"pass": true}``."""
+
+    name: str = Field(min_length=1)
+    handler: str  # a registered handler, as a tool's ``handler`` names one
+    script: str = Field(min_length=1)
+
+
 class Verifier(_Doc):
     positive: tuple[Assertion, ...]  # V+: what must be written
     negative: tuple[Assertion, ...] = ()  # V-: what must stay untouched
+    checks: tuple[Check, ...] = ()  # more V+, as checker scripts; the condition form is preferred where it can say it
+
+    @model_serializer(mode="wrap")
+    def _omit_no_checks(self, handler: Any) -> Any:
+        # Left out when empty, so every document written before checks existed keeps its id.
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("checks"):
+            data.pop("checks", None)
+        return data
 
 
 class Call(_Doc):

@@ -60,7 +60,8 @@ class Runtime:
         if handlers is None:
             from envtrain.apps.handlers import handlers_for
 
-            handlers = handlers_for(t.handler for a in env.apps for t in a.tools if t.handler)
+            handlers = handlers_for([*(t.handler for a in env.apps for t in a.tools if t.handler),
+                                     *(c.handler for c in env.verifier.checks)])
         self.env = env
         self.schema = Schema(env.apps)
         tools: dict[str, CompiledTool] = {}
@@ -70,7 +71,7 @@ class Runtime:
                     raise SpecError(f"tool {tool.name!r} is offered by apps {tools[tool.name].app!r} and {app.name!r}")
                 tools[tool.name] = compile_tool(self.schema, app, tool, handlers)
         self.tools: Mapping[str, CompiledTool] = tools
-        self.verifier = CompiledVerifier.build(self.schema, env.verifier)
+        self.verifier = CompiledVerifier.build(self.schema, env.verifier, handlers)
         for i, call in enumerate(env.reference_solution):
             if call.tool not in tools:
                 raise SpecError(f"reference_solution.{i}: unknown tool {call.tool!r}")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import select
 import shutil
 import signal
 import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -38,6 +39,10 @@ class Limits:
     max_output_bytes: int = 64 << 10  # stdout and stderr each, as returned
     max_workspace_bytes: int = 8 << 20  # read-back refuses a workspace larger than this
     max_workspace_files: int = 2000
+    # The most a command may write into its workspace, temporary files included: bwrap and docker hold the
+    # workspace in a tmpfs of this size, local watches and checks it. 0: no cap (bwrap and local then write
+    # straight into the host folder).
+    disk_bytes: int = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -48,10 +53,21 @@ class RunResult:
     timed_out: bool
     seconds: float
     truncated: bool = False  # stdout or stderr was longer than the cap
+    # Why the command's changes to the workspace were dropped ("" when kept): a command that times out,
+    # fills its quota or leaves a workspace that cannot be read back leaves the workspace as it was.
+    discarded: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.discarded
+
+    @property
+    def disk_full(self) -> bool:
+        return self.discarded == DISK_FULL
+
+
+DISK_FULL = "disk full"
+TIMEOUT = "timeout"
 
 
 @runtime_checkable
@@ -132,27 +148,67 @@ def _tail(path: Path, cap: int) -> tuple[str, bool]:
     return data[:cap].decode("utf-8", errors="replace"), len(data) > cap
 
 
-def run_process(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, timeout: float, limits: Limits) -> RunResult:
-    """Run argv in a new session with output to capped files; on timeout SIGKILL the group."""
+def run_process(
+    argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, timeout: float, limits: Limits,
+    pass_fds: Sequence[int] = (), watch: Callable[[], bool] | None = None,
+) -> RunResult:
+    """Run argv in a new session with output to capped files; on timeout SIGKILL the group.
+
+    ``watch``, polled every 50 ms while the command runs, returns True to kill it for filling its disk quota.
+    """
     with tempfile.TemporaryDirectory(prefix="envtrain-out-") as tmp:
         out_path, err_path = Path(tmp, "out"), Path(tmp, "err")
         start = time.perf_counter()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
                 list(argv), cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                stdout=out, stderr=err, start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds),
             )
-            timed_out = False
-            try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_group(proc.pid)
-                code = proc.wait()
+            timed_out, overfull = False, False
+            deadline = start + timeout
+            with _Exit(proc) as exited:
+                while not exited.wait(max(0.0, min(0.05 if watch else timeout, deadline - time.perf_counter()))):
+                    timed_out = watch is None or time.perf_counter() >= deadline
+                    overfull = not timed_out and watch is not None and watch()
+                    if timed_out or overfull:
+                        kill_group(proc.pid)
+                        break
+            code = proc.wait()
         seconds = time.perf_counter() - start
         stdout, t1 = _tail(out_path, limits.max_output_bytes)
         stderr, t2 = _tail(err_path, limits.max_output_bytes)
-    return RunResult(code, stdout, stderr, timed_out, seconds, t1 or t2)
+    return RunResult(code, stdout, stderr, timed_out, seconds, t1 or t2, DISK_FULL if overfull else "")
+
+
+class _Exit:
+    """Waits for a process to exit, woken the moment it does (a pidfd where Linux has one);
+    ``Popen.wait(timeout)`` polls with sleeps of up to 50 ms, most of a short command's cost."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.fd: int | None = None
+        try:
+            self.fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            self.fd = None
+
+    def wait(self, seconds: float) -> bool:
+        if self.fd is None:
+            try:
+                self.proc.wait(timeout=seconds)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        poller = select.poll()  # not select(): a busy process may hand out descriptors above 1024
+        poller.register(self.fd, select.POLLIN)
+        return bool(poller.poll(seconds * 1000))
+
+    def __enter__(self) -> _Exit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 def kill_group(pgid: int) -> None:

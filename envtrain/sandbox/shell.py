@@ -1,4 +1,6 @@
-"""The ``shell`` handler family: ``shell.run`` runs a command over the world's files in a sandbox.
+"""The ``shell`` handler family: ``shell.run`` runs a command over the world's files in a sandbox;
+``shell.check`` runs a verifier's checker script over them (``envtrain.sandbox.checker``);
+``shell.call`` runs a tool of a generated app as code (``envtrain.sandbox.codecall``).
 
 Where the sandbox lives: nowhere between calls. Each call materializes the world's ``files``
 table into a fresh sandbox workspace, runs the command, writes the changed and deleted files
@@ -25,6 +27,8 @@ from typing import Any
 from envtrain.core.errors import ErrorKind, ToolError
 from envtrain.core.runtime import Handler, ToolContext
 from envtrain.sandbox import Limits, SandboxError, open_sandbox
+from envtrain.sandbox.checker import CheckCache
+from envtrain.sandbox.codecall import call_tool
 
 MAX_TIMEOUT = 30.0
 MAX_FILE_CHARS = 200_000  # as the workspace app's own write tools
@@ -35,10 +39,18 @@ def shell_handlers(backend: str | None = None, limits: Limits = Limits()) -> Map
     """The family as the runtime wants it; the backend is bound now, not read per call."""
     chosen = backend or os.environ.get("ENVTRAIN_SANDBOX", "bwrap")
 
+    checks = CheckCache()
+
     def run(ctx: ToolContext, args: dict[str, Any]) -> Any:
         return run_command(ctx, args, chosen, limits)
 
-    return MappingProxyType({"shell.run": run})
+    def check(ctx: ToolContext, args: dict[str, Any]) -> Any:
+        return checks.run(ctx.world.files(), str(args.get("script", "")), chosen, limits)
+
+    def call(ctx: ToolContext, args: dict[str, Any]) -> Any:
+        return call_tool(ctx, args, chosen, limits)
+
+    return MappingProxyType({"shell.run": run, "shell.check": check, "shell.call": call})
 
 
 def run_command(ctx: ToolContext, args: dict[str, Any], backend: str, limits: Limits) -> dict[str, Any]:
@@ -54,10 +66,15 @@ def run_command(ctx: ToolContext, args: dict[str, Any], backend: str, limits: Li
     try:
         with open_sandbox(backend, before, limits) as box:
             result = box.run(command, timeout=float(timeout))
-            after = box.files()
+            after = before if result.discarded else box.files()
     except SandboxError as exc:
         # The workspace grew past its limits, or no sandbox could be opened: nothing is written back.
         raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, f"the command's workspace was not kept: {exc}") from None
+    if result.disk_full:
+        raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, f"the command filled its workspace quota ({limits.disk_bytes} bytes, "
+                        "temporary files included) and was stopped; nothing it wrote was kept")
+    if result.discarded and not result.timed_out:
+        raise ToolError(ErrorKind.CONSTRAINT_VIOLATION, f"nothing the command wrote was kept: {result.discarded}")
     changed = sorted(p for p, text in after.items() if before.get(p) != text)
     deleted = sorted(set(before) - set(after))
     for path in changed:

@@ -4,12 +4,17 @@ command computes, and a verifier that reads the files the command produced.
 The expected file contents are computed here in Python from the generated data, never taken from
 running the reference command, so admission condition (2) checks that the command really does
 what the request asks. V− pins the input files (and a distractor) to their W0 content.
+
+Where an answer has many right spellings (a JSON object in any key order or indentation), no
+condition on the file's text can say it; that template's V+ is a checker script instead
+(``Verifier.checks``, run by ``shell.check`` in the sandbox), holding the expected value.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,7 +22,7 @@ from pathlib import Path
 
 from envtrain.core.app import App
 from envtrain.core.condition import Assertion
-from envtrain.core.env import Call, Environment, Provenance, Verifier, WorldState
+from envtrain.core.env import Call, Check, Environment, Provenance, Verifier, WorldState
 from envtrain.core.expr import Clause, Lit
 
 CUSTOMERS = ("acme", "birch", "cobalt", "delta", "ember", "fjord", "granite", "harbor")
@@ -33,6 +38,7 @@ class Scenario:
     command: str  # the reference command (run through run_command)
     expected: dict[str, str]  # output path -> exact content
     inputs: tuple[str, ...]  # files that must stay as they are
+    checks: tuple[tuple[str, str], ...] = ()  # (name, checker script): V+ the condition form cannot say
 
 
 def shell_app() -> App:
@@ -130,9 +136,38 @@ def run_skill(rng: random.Random) -> Scenario:
         {"out/attendees.txt": "".join(n + "\n" for n in clean)}, ("data/attendees.txt", "skills/normalize-names/run.sh"))
 
 
+def status_summary(rng: random.Random) -> Scenario:
+    rows = _orders(rng, rng.randrange(10, 24))
+    expected: dict[str, dict[str, int]] = {}
+    for r in rows:
+        entry = expected.setdefault(r["status"], {"orders": 0, "amount": 0})
+        entry["orders"] += 1
+        entry["amount"] += r["amount"]
+    script = ("import csv, json\nwith open('data/orders.csv') as fh:\n    rows = list(csv.DictReader(fh))\nout = {}\n"
+              "for r in rows:\n    e = out.setdefault(r['status'], {'orders': 0, 'amount': 0})\n"
+              "    e['orders'] += 1\n    e['amount'] += int(r['amount'])\n"
+              "with open('reports/by_status.json', 'w') as fh:\n    json.dump(out, fh)\n")
+    return Scenario(
+        "status_summary", {"data/orders.csv": _csv(rows), "README.md": "Order exports live in data/. Reports go to reports/.\n"},
+        "Summarize data/orders.csv by status in reports/by_status.json: a JSON object mapping each status that occurs to"
+        " an object with the number of orders (orders) and the sum of their amounts (amount), both numbers.",
+        f"mkdir -p reports && python3 -c {shlex.quote(script)}",
+        {}, ("data/orders.csv", "README.md"),
+        checks=(("reports/by_status.json holds the summary", json_checker("reports/by_status.json", expected)),))
+
+
+def json_checker(path: str, expected: object) -> str:
+    """A checker: the file parses as JSON equal to ``expected``; the score is the share of top-level keys right."""
+    return (f"import json\nexpected = json.loads({json.dumps(json.dumps(expected, sort_keys=True))})\n"
+            f"try:\n    got = json.load(open({path!r}))\nexcept (OSError, ValueError) as exc:\n"
+            f"    print(json.dumps({{'pass': False, 'detail': '{path}: %s' % exc}}))\n    raise SystemExit(0)\n"
+            "right = sum(isinstance(got, dict) and got.get(k) == v for k, v in expected.items())\n"
+            "print(json.dumps({'pass': got == expected, 'score': right / len(expected), 'detail': '%d of %d keys right' % (right, len(expected))}))\n")
+
+
 TEMPLATES: dict[str, Callable[[random.Random], Scenario]] = {
     "count_status": count_status, "customer_totals": customer_totals, "top_orders": top_orders,
-    "orders_json": open_orders_json, "run_skill": run_skill,
+    "orders_json": open_orders_json, "run_skill": run_skill, "status_summary": status_summary,
 }
 
 
@@ -146,8 +181,10 @@ def build(scenario: Scenario, *, base_time: str = "2026-03-02T08:00:00Z") -> Env
                      for path in scenario.inputs)
     calls = (Call(tool="list_files"), Call(tool="read_file", arguments={"path": first_input}),
              Call(tool="run_command", arguments={"command": scenario.command}))
+    checks = tuple(Check(name=name, handler="shell.check", script=script) for name, script in scenario.checks)
     return Environment(
         apps=_apps(), world=WorldState(base_time=base_time, files=dict(scenario.files)), request=scenario.request,
-        persona={"name": "Sam Ortiz", "role": "operations analyst"}, verifier=Verifier(positive=positive, negative=negative),
+        persona={"name": "Sam Ortiz", "role": "operations analyst"},
+        verifier=Verifier(positive=positive, negative=negative, checks=checks),
         reference_solution=calls, provenance=Provenance(source="synth", settings={"kind": "workspace", "template": scenario.name}),
     )

@@ -6,9 +6,11 @@ import os
 import socket
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 
-from envtrain.sandbox import Sandbox
+from envtrain.sandbox import Sandbox, open_sandbox
+from tests.sandbox.conftest import TEST_LIMITS
 
 
 def test_runs_in_workspace_and_reads_back(box: Sandbox) -> None:
@@ -116,3 +118,31 @@ def test_runs_as_unprivileged_user(isolated_box: Sandbox) -> None:
 def _host_state(canary_dir: Path) -> tuple[object, ...]:
     env = Path("/usr/bin/env").stat()
     return (canary_dir.exists(), sorted(os.listdir(canary_dir)), env.st_mode, Path("/etc/passwd").read_text())
+
+
+def test_disk_filler_is_contained_reported_and_dropped(backend: str) -> None:
+    # Many files, each under the file-size limit: only the workspace quota stops them.
+    limits = replace(TEST_LIMITS, disk_bytes=4 << 20)
+    with open_sandbox(backend, {"data/in.txt": "hello\n"}, limits) as box:
+        assert box.run("echo kept > kept.txt", timeout=10).ok
+        filler = "i=0; while [ $i -lt 400 ]; do head -c 1000000 /dev/zero > fill$i || break; i=$((i+1)); done; echo wrote $i"
+        result = box.run(filler, timeout=20)
+        assert result.disk_full and result.discarded == "disk full" and not result.ok
+        # Stopped near 4 MB, not at 400 MB: by the kernel (a tmpfs refuses the write) or killed by local's watch.
+        assert not result.stdout or int(result.stdout.split()[-1]) <= 5
+        assert box.files() == {"data/in.txt": "hello\n", "kept.txt": "kept\n"}  # the workspace as it was
+        assert box.run("echo alive > after.txt", timeout=10).ok  # and still usable
+        assert box.files()["after.txt"] == "alive\n"
+
+
+def test_timed_out_command_keeps_nothing(backend: str) -> None:
+    with open_sandbox(backend, {"data/in.txt": "hello\n"}, TEST_LIMITS) as box:
+        result = box.run("echo partial > partial.txt; sleep 30", timeout=1)
+        assert result.timed_out and result.discarded == "timeout"
+        assert box.files() == {"data/in.txt": "hello\n"}
+
+
+def test_quota_zero_writes_straight_through(backend: str) -> None:
+    with open_sandbox(backend, {"data/in.txt": "hello\n"}, replace(TEST_LIMITS, disk_bytes=0)) as box:
+        assert box.run("echo x > out.txt", timeout=10).ok
+        assert box.files() == {"data/in.txt": "hello\n", "out.txt": "x\n"}

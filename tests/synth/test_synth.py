@@ -57,7 +57,7 @@ def test_synth_admits_ten(synth_out: Path) -> None:
     kinds = {e.provenance.settings["kind"] for e in envs}
     assert kinds == {"workspace", "chain"}
     shell = [e for e in envs if any(c.tool == "run_command" for c in e.reference_solution)]
-    assert shell and all(any(a.entity == "files" for a in e.verifier.positive) for e in shell)
+    assert shell and all(any(a.entity == "files" for a in e.verifier.positive) or e.verifier.checks for e in shell)
 
 
 def test_bad_sandbox_is_one_sentence(tmp_path: Path) -> None:
@@ -116,3 +116,20 @@ def _handlers() -> dict:
     from envtrain.sandbox.shell import shell_handlers
 
     return {**builtin_handlers(), **shell_handlers(BACKEND)}
+
+
+def test_a_command_that_fills_the_disk_is_refused_and_kept_out() -> None:
+    from envtrain.apps.handlers import builtin_handlers
+    from envtrain.core import Runtime
+    from envtrain.sandbox import Limits
+    from envtrain.sandbox.shell import shell_handlers
+    from envtrain.synth.workspace import TEMPLATES, build
+
+    env = build(TEMPLATES["top_orders"](random.Random(3)))
+    runtime = Runtime(env, handlers={**builtin_handlers(), **shell_handlers(BACKEND, Limits(disk_bytes=2 << 20))})
+    with runtime.session() as s:
+        s.reset()
+        step = s.step({"tool": "run_command", "arguments": {"command": "echo hi > kept.txt; for i in 1 2 3 4; do head -c 1000000 /dev/zero > f$i; done"}})
+        assert not step.ok and step.error is not None and step.error.value == "constraint_violation"
+        assert "filled its workspace quota" in step.message
+        assert s.world.content_hash() == runtime.w0_hash  # not even kept.txt
