@@ -1,4 +1,4 @@
-# The two commands: `make demo` runs the main job, `make test` runs the tests.
+# The two commands: `make demo` runs the main job (envtrain demo, CPU, about 15 minutes), `make test` runs the tests.
 # Both set up .venv on first use (CPU torch first, then the package), so a fresh clone needs nothing else.
 PYTHON ?= python3
 VENV ?= .venv
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/envtrain env check examples/
+	$(BIN)/envtrain demo --out demo-out
 
 test: setup
 	$(BIN)/python -m pytest tests

@@ -11,12 +11,14 @@ byte for byte, so TRL recognises it as Qwen3 (response schema, training-template
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 STAMP = "envtrain_tiny.json"
+DEFAULT_VOCAB = 1024
 BUILD_VERSION = 1  # bump when the corpus, tokens or config recipe change, so stamped builds are redone
 
 # Qwen3's control tokens: special ones are dropped by ``skip_special_tokens``; the tool and think
@@ -57,11 +59,15 @@ def _chat_template() -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _settings(layers: int, hidden: int, seed: int) -> dict[str, Any]:
-    return {"version": BUILD_VERSION, "layers": layers, "hidden": hidden, "seed": seed}
+def _settings(layers: int, hidden: int, seed: int, vocab_size: int, corpus: Sequence[str]) -> dict[str, Any]:
+    settings: dict[str, Any] = {"version": BUILD_VERSION, "layers": layers, "hidden": hidden, "seed": seed}
+    if vocab_size != DEFAULT_VOCAB or corpus:  # the default build keeps its original stamp
+        digest = hashlib.sha256("\x00".join(corpus).encode("utf-8")).hexdigest()[:16]
+        settings.update(vocab_size=vocab_size, corpus=digest)
+    return settings
 
 
-def _train_tokenizer(vocab_size: int) -> Any:
+def _train_tokenizer(vocab_size: int, corpus: Sequence[str] = ()) -> Any:
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -73,17 +79,19 @@ def _train_tokenizer(vocab_size: int) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte encodes: no unknown token needed
         show_progress=False,
     )
-    tok.train_from_iterator(list(_CORPUS) * 4, trainer)
+    tok.train_from_iterator(list(_CORPUS) * 4 + list(corpus), trainer)
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP_TOKENS])
     return tok
 
 
-def build_tiny_tokenizer(vocab_size: int = 1024) -> Any:
-    """A ``PreTrainedTokenizerFast`` with Qwen3's special tokens and chat template."""
+def build_tiny_tokenizer(vocab_size: int = DEFAULT_VOCAB, corpus: Sequence[str] = ()) -> Any:
+    """A ``PreTrainedTokenizerFast`` with Qwen3's special tokens and chat template. ``corpus`` adds domain
+    text to the BPE training (the demo passes its train split's prompts and trajectories, so tool
+    schemas encode in a few thousand tokens rather than byte by byte)."""
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
-        tokenizer_object=_train_tokenizer(vocab_size),
+        tokenizer_object=_train_tokenizer(vocab_size, corpus),
         eos_token=EOS_TOKEN,
         pad_token=PAD_TOKEN,
         chat_template=_chat_template(),
@@ -91,10 +99,12 @@ def build_tiny_tokenizer(vocab_size: int = 1024) -> Any:
     )
 
 
-def build_tiny_model(out_dir: str | Path, *, layers: int = 2, hidden: int = 64, seed: int = 0) -> Path:
+def build_tiny_model(out_dir: str | Path, *, layers: int = 2, hidden: int = 64, seed: int = 0,
+                     vocab_size: int = DEFAULT_VOCAB, corpus: Sequence[str] = ()) -> Path:
     """Save a random tiny Qwen3 causal LM and its tokenizer to ``out_dir``; skip when already built alike."""
     out = Path(out_dir)
-    settings = _settings(layers, hidden, seed)
+    corpus = tuple(corpus)
+    settings = _settings(layers, hidden, seed, vocab_size, corpus)
     stamp = out / STAMP
     if stamp.is_file():
         try:
@@ -108,7 +118,7 @@ def build_tiny_model(out_dir: str | Path, *, layers: int = 2, hidden: int = 64, 
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, Qwen3Config
 
-    tokenizer = build_tiny_tokenizer()
+    tokenizer = build_tiny_tokenizer(vocab_size, corpus)
     eos_id = tokenizer.convert_tokens_to_ids(EOS_TOKEN)
     pad_id = tokenizer.convert_tokens_to_ids(PAD_TOKEN)
     heads = hidden // 16

@@ -154,6 +154,8 @@ def _sentence(exc: ValidationError, source: str) -> str:
     if err["type"] == "missing":
         return f"{source}: {where} is required"
     message = err["msg"].removeprefix("Value error, ")
+    if not err["loc"]:  # a whole-config check: its message names the keys, the input is the whole config
+        return f"{source}: {message}"
     return f"{source}: {where}: {message} (got {err.get('input')!r})"
 
 

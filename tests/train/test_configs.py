@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from envtrain.demo.config import DemoConfig
 from envtrain.train.config import ConfigError, deepspeed_config, load_config
 from envtrain.train.grpo import GRPORunConfig
 from envtrain.train.sft import SFTRunConfig
 from tests.train.kit import CONFIGS, ROOT
 
-MODELS = {"sft": SFTRunConfig, "grpo": GRPORunConfig}
+MODELS = {"sft": SFTRunConfig, "grpo": GRPORunConfig, "demo": DemoConfig}
 ALL = sorted(p for p in CONFIGS.rglob("*") if p.is_file())
 RECIPES = [p for p in ALL if p.suffix == ".yaml" and "accelerate" not in p.relative_to(CONFIGS).parts]
 ACCELERATE = [p for p in ALL if p.suffix == ".yaml" and p not in RECIPES]
@@ -49,8 +50,9 @@ def test_each_recipe_config_opens_with_its_command_and_loads(path: Path) -> None
     verb, config, overrides = _recipe_command(first[2:])
     assert config == _rel(path)
     cfg = load_config(MODELS[verb], path, overrides)
-    if cfg.deepspeed is not None:
-        assert deepspeed_config(cfg.deepspeed)["zero_optimization"]["stage"] in (2, 3)
+    for value in ([cfg.sft.get("deepspeed"), cfg.grpo.get("deepspeed")] if verb == "demo" else [cfg.deepspeed]):
+        if value is not None:
+            assert deepspeed_config(value)["zero_optimization"]["stage"] in (2, 3)
 
 
 def test_the_recipe_configs_carry_the_papers_settings() -> None:
