@@ -77,9 +77,9 @@ class EvalStage(_Section):
 
 
 TINY_SFT: dict[str, Any] = {
-    "precision": "fp32", "seed": 0, "epochs": 1, "max_steps": 40, "max_length": 8192, "per_device_batch_size": 1,
-    "global_batch_size": 2, "optim": {"lr": 2.0e-3, "scheduler": "cosine", "warmup_ratio": 0.05},
-    "checkpoint": {"save_steps": 20, "save_total_limit": 1},
+    "precision": "fp32", "seed": 0, "epochs": 1, "max_steps": 80, "max_length": 8192, "per_device_batch_size": 1,
+    "global_batch_size": 2, "optim": {"lr": 1.0e-2, "scheduler": "constant_with_warmup", "warmup_ratio": 0.05},
+    "checkpoint": {"save_steps": 40, "save_total_limit": 1},
 }
 TINY_GRPO: dict[str, Any] = {
     "precision": "fp32", "seed": 0, "reward": "score", "group_size": 4, "temperature": 1.0, "loss_type": "dapo",

@@ -53,6 +53,8 @@ def summary_rows(out: Path) -> list[dict[str, Any]]:
                                  f"sign test p = {paired['p_value']:.3g}")
         if bfcl is not None:
             row.update(bfcl_pass=bfcl["pass_at_1"], bfcl_score=bfcl["mean_score"], bfcl_tasks=bfcl["n_tasks"])
+        if held is not None:
+            row.update(tool_calls=held["mean_tool_calls"], tool_errors=held["mean_tool_errors"], stops=held["stop_reasons"])
         rows.append(row)
     return rows
 
@@ -188,7 +190,8 @@ def _describe(name: str, s: dict[str, Any]) -> str:
         return (f"tiny Qwen3 {s['layers']} layers, hidden {s['hidden']}, vocab {s['vocab']}, random weights" if s.get("built")
                 else f"{s['base']}")
     if name == "sft":
-        return f"{s['steps']} steps, loss {_num(s.get('first_loss'))} → {_num(s.get('last_loss'))}"
+        return (f"{s['steps']} steps, loss {_num(s.get('first_loss'))} → {_num(s.get('last_loss'))}, next-token accuracy on"
+                f" trained tokens {_num(s.get('first_token_accuracy'))} → {_num(s.get('last_token_accuracy'))}")
     if name == "grpo":
         return f"{s['steps']} steps, reward ({s['reward']}) {_num(s.get('reward_first'))} → {_num(s.get('reward_last'))}"
     if name == "eval":
@@ -198,12 +201,15 @@ def _describe(name: str, s: dict[str, Any]) -> str:
 
 
 def results_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| checkpoint | held-out original pass / score | held-out scaled pass / score | BFCL pass / score |",
-             "| --- | ---: | ---: | ---: |"]
+    lines = ["| checkpoint | held-out original pass / score | held-out scaled pass / score | BFCL pass / score "
+             "| held-out tool calls (errors) per episode | held-out stop reasons |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
+        stops = ", ".join(f"{k} {v}" for k, v in sorted((r.get("stops") or {}).items()))
         lines.append(f"| {r['checkpoint']} | {_pct(r.get('original_pass'))} / {_num(r.get('original_score'))} "
                      f"| {_pct(r.get('scaled_pass'))} / {_num(r.get('scaled_score'))} "
-                     f"| {_pct(r.get('bfcl_pass'))} / {_num(r.get('bfcl_score'))} |")
+                     f"| {_pct(r.get('bfcl_pass'))} / {_num(r.get('bfcl_score'))} "
+                     f"| {_num(r.get('tool_calls'))} ({_num(r.get('tool_errors'))}) | {stops} |")
     return lines
 
 

@@ -242,9 +242,12 @@ def sft(cfg: DemoConfig, out: Path, bar: Bar) -> dict[str, Any]:
     run_config = sft_config(cfg, out / "sft", base_model(cfg, out), out / "collect")
     path = _write_config(out, "sft", run_config)
     result = _train(cfg, "sft", run_config, path, bar, run_sft)
-    losses = [r["loss"] for r in read_metrics(out / "sft") if r.get("loss") is not None]
-    summary: dict[str, Any] = {"config": str(path), "steps": len(losses), "first_loss": losses[0] if losses else None,
-                               "last_loss": losses[-1] if losses else None}
+    logged = [r for r in read_metrics(out / "sft") if r.get("loss") is not None]
+    accuracy = [r["mean_token_accuracy"] for r in logged if r.get("mean_token_accuracy") is not None]
+    summary: dict[str, Any] = {"config": str(path), "steps": len(logged), "first_loss": logged[0]["loss"] if logged else None,
+                               "last_loss": logged[-1]["loss"] if logged else None,
+                               "first_token_accuracy": accuracy[0] if accuracy else None,
+                               "last_token_accuracy": accuracy[-1] if accuracy else None}
     if result is not None:
         summary.update(steps=result.steps, seconds=round(result.seconds, 1), tokens_per_second=round(result.tokens_per_second, 1),
                        records=result.data.records, records_kept=result.data.kept, records_overlength=result.data.overlength)
