@@ -64,6 +64,9 @@ def _quiet_libraries() -> None:
     from datasets.utils.logging import disable_progress_bar
     from transformers.utils import logging as hf_logging
 
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")  # deprecations inside TRL's calls
     disable_progress_bar()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

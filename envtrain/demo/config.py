@@ -53,7 +53,7 @@ class CollectStage(_Section):
     teacher: str = "oracle"
     attempts: int = Field(default=1, ge=1)
     keep_per_env: int = Field(default=1, ge=1)
-    max_turns: int = Field(default=80, ge=1)
+    max_turns: int = Field(default=200, ge=1)  # scaled environments need long reference paths (the oracle replays one call a turn)
     max_tokens: int = Field(default=2048, ge=1)  # per teacher turn
     temperature: float = Field(default=0.7, ge=0)
     concurrency: int = Field(default=8, ge=1)
@@ -72,6 +72,10 @@ class EvalStage(_Section):
     bfcl_per_category: int = Field(default=4, ge=0)  # tasks per category (0 skips BFCL)
     max_turns: int = Field(default=6, ge=1)
     max_tokens: int = Field(default=48, ge=1)  # per assistant turn
+    # Sampled, not greedy: a few minutes of CPU SFT leave the tiny model's greedy path on one token (a newline), while
+    # its samples do call tools; 0 gives greedy decoding.
+    temperature: float = Field(default=0.7, ge=0)
+    attempts: int = Field(default=1, ge=1)  # per task; pass@k for k up to this
     max_seconds: float = Field(default=120.0, gt=0)
     concurrency: int = Field(default=4, ge=1)
 

@@ -213,6 +213,12 @@ def results_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _decoding(cfg: DemoConfig) -> str:
+    e = cfg.eval
+    how = "Greedy decoding" if e.temperature == 0 else f"Sampling at temperature {e.temperature:g} (seed {cfg.seed})"
+    return how + (f", {e.attempts} attempts per task" if e.attempts > 1 else ", one attempt per task")
+
+
 def write_report(cfg: DemoConfig, out: Path, records: dict[str, Any]) -> Path:
     rows = summary_rows(out)
     plots = _plots(out, rows)
@@ -233,7 +239,7 @@ def write_report(cfg: DemoConfig, out: Path, records: dict[str, Any]) -> Path:
               f"Held-out: {first.get('original_tasks', 0)} original environments (seed-skeleton families never trained on) and their"
               f" RES-scaled descendants at depth {first.get('scaled_depth', '-')}; BFCL v4 multi-turn:"
               f" {first.get('bfcl_tasks', 0)} tasks of {', '.join(cfg.eval.bfcl_categories)}, graded by BFCL's own checker."
-              f" Greedy decoding, at most {cfg.eval.max_turns} turns of {cfg.eval.max_tokens} tokens.", "",
+              f" {_decoding(cfg)}, at most {cfg.eval.max_turns} turns of {cfg.eval.max_tokens} tokens.", "",
               *results_table(rows), ""]
     paired = [f"- {r['checkpoint']}: original vs deepest, per lineage (native score): {r['paired']}" for r in rows if r.get("paired")]
     if paired:

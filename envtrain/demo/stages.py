@@ -306,16 +306,17 @@ def evaluate(cfg: DemoConfig, out: Path, bar: Bar) -> dict[str, Any]:
             continue
         for name, path in checkpoints(cfg, out).items():
             jobs.append((name, path, bench, spec, adapter, n_tasks))
-    bar.total(sum(job[-1] for job in jobs))
+    bar.total(sum(job[-1] for job in jobs) * e.attempts)
     results: dict[str, dict[str, Any]] = {}
     for name, path, bench, spec, adapter, n_tasks in jobs:
         run_dir = out / "eval" / name / bench
         if (run_dir / "metrics.json").is_file():  # finished before an interruption
-            bar.advance(n_tasks)
+            bar.advance(n_tasks * e.attempts)
         else:
             policy = make_policy(f"{e.backend}:{path}")
             config = EvalConfig(benchmark=spec, policy=f"{name} ({path})", out=run_dir, concurrency=e.concurrency,
-                                sampling=SamplingParams(temperature=0.0, max_tokens=e.max_tokens),
+                                attempts=e.attempts, seed=cfg.seed,
+                                sampling=SamplingParams(temperature=e.temperature, max_tokens=e.max_tokens, seed=cfg.seed),
                                 limits=EpisodeLimits(max_turns=e.max_turns, max_seconds=e.max_seconds))
 
             async def go(policy: Any = policy, adapter: Any = adapter, config: Any = config) -> Any:
