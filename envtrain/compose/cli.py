@@ -40,6 +40,9 @@ def compose(
     llm: Optional[str] = typer.Option(None, "--llm", help="OpenAI-compatible base URL for --builder llm, e.g. http://host:8000/v1."),
     llm_model: Optional[str] = typer.Option(None, "--llm-model", help="Model name at --llm (default: the endpoint's first model)."),
     llm_budget: int = typer.Option(3, "--llm-budget", min=1, help="Answers the llm builder may give per environment."),
+    diagnose_llm: Optional[str] = typer.Option(None, "--diagnose-llm", help="OpenAI-compatible base URL of the LLM diagnosis agent: it reads the unsolved environments the programmatic checks call hard (needs --teacher)."),
+    diagnose_model: Optional[str] = typer.Option(None, "--diagnose-model", help="Model name at --diagnose-llm (default: --llm-model if the URLs agree, else the endpoint's first model)."),
+    diagnose_budget: int = typer.Option(3, "--diagnose-budget", min=1, help="Answers the diagnosis agent may give per environment."),
 ) -> None:
     """Build N environments; resume a run by repeating the same command with the same --out."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -57,7 +60,8 @@ def compose(
                                cache_dir=cache, atoms=atoms, search_budget=budget, evolve=evolve, repairs=repairs, teacher=teacher,
                                attempts=attempts, teacher_turns=teacher_turns, teacher_max_tokens=teacher_max_tokens,
                                teacher_concurrency=teacher_concurrency, builder=builder, llm=llm, llm_model=llm_model,
-                               llm_budget=llm_budget)
+                               llm_budget=llm_budget, diagnose_llm=diagnose_llm, diagnose_model=diagnose_model,
+                               diagnose_budget=diagnose_budget)
     except SpecError as exc:
         _die(str(exc))
     except ValueError as exc:
@@ -124,7 +128,10 @@ def print_summary(report: dict[str, Any], console: Console) -> None:
         print_teacher(report["teacher"], console)
     evolution = report.get("evolution") or {}
     if evolution.get("issues") or evolution.get("repairs_in_store"):
-        console.print(f"evolution: issues {evolution['issues']}; repairs in store {evolution['repairs_in_store']}"
+        by_source = evolution.get("issues_by_source") or {}
+        console.print(f"evolution: issues {evolution['issues']}"
+                      + (f" (diagnosed by {', '.join(f'{k} {v}' for k, v in sorted(by_source.items()))})" if by_source else "")
+                      + f"; repairs in store {evolution['repairs_in_store']}"
                       f" ({len(evolution['repairs_made'])} made this run); rebuilt {evolution['rebuilt']}"
                       f" ({evolution['rebuilt_admitted']} admitted)")
         for repair in evolution["repairs_made"]:
@@ -146,9 +153,20 @@ def print_teacher(section: dict[str, Any], console: Console) -> None:
     t.add_column("environments", justify="right")
     rows = [("yield (>= 1 accepted)", section["yield"]), ("pass rate", section["pass_rate"])]
     rows += [(f"band: {b}", n) for b, n in section["bands"].items()]
-    rows += [(f"diagnosis: {p}", n) for p, n in section.get("pathways", {}).items()]
+    diagnosis = section.get("diagnosis") or {}
+    if diagnosis:
+        rows += [(f"verdict: {v}", n) for v, n in diagnosis["by_verdict"].items()]
+        rows += [(f"pathway: {p}", n) for p, n in diagnosis["by_pathway"].items()]
+        rows += [(f"diagnosed by: {s}", n) for s, n in diagnosis["by_source"].items()]
+    else:
+        rows += [(f"diagnosis: {p}", n) for p, n in section.get("pathways", {}).items()]
     if "after_repairs" in section:
         rows.append(("yield after repairs", section["after_repairs"]["yield"]))
     for name, value in rows:
         t.add_row(name, "-" if value is None else str(value))
     console.print(t)
+    llm = diagnosis.get("llm")
+    if llm:
+        console.print(f"diagnosis agent ({', '.join(llm['models']) or 'endpoint default'}): {llm['asked']} environments asked"
+                      f" ({llm['replayed']} verdicts replayed), {llm['answers']} answers ({llm['accepted_first']} accepted first time);"
+                      f" {llm['no_verdict']} left to the checks; refused answers: {llm['refused_answers'] or 'none'}")

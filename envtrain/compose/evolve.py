@@ -4,14 +4,19 @@ environments, and an issue log against the atom (or the builder, or the pool) at
 The teacher sits behind a small interface: ``Teacher.attempts(env, n) -> [Attempt]``. ``ReplayTeacher``
 replays π (a fixture, never a model result); ``RolloutTeacher`` runs any policy spec of
 ``envtrain.agent.registry.make_policy`` through the rollout engine (teacher.py, over
-``envtrain.rollout.collect``). Diagnosis is programmatic (an LLM diagnosis agent is not wired in): it
-names one of the paper's categories and pathways, with the evidence a repair needs:
+``envtrain.rollout.collect``). Diagnosis is programmatic first: it names one of the paper's categories
+and pathways, with the evidence a repair needs:
 
 - verifier fault → revise the builder: V+ demands a value no stated text or world value gives;
 - world fault → repair the atom: a server lacks the tool the intent or π needs, or no tool writes
   what V+ asserts on;
 - world fault → supplement the pool: the server's capability card has no tool for the intent's kind;
 - hard → keep unchanged: the environment is sound and the teacher still fails.
+
+"Hard" is what is left when no check finds a fault, so it is undecided rather than proven; where an
+endpoint is configured, the LLM diagnosis agent (llm_diagnosis.py) reads those environments and may
+name a fault the checks cannot see (a misleading tool description, a verifier kind read two ways).
+Each diagnosis says which of the two made it (``source``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,15 @@ class Attempt(BaseModel):
     passed: bool
     failed: tuple[str, ...] = ()  # names of the assertions that did not hold
     errors: tuple[str, ...] = ()  # tool error messages the agent saw
+    calls: tuple[str, ...] = ()  # the tool calls made, in short form (short_call), for a diagnosis agent to read
+    stop: str = ""  # why the episode ended (the rollout engine's stop reason: done, turn_limit, ...)
+
+
+def short_call(tool: str, arguments: Any, limit: int = 160) -> str:
+    """``tool({"arg": ...})`` cut to ``limit`` characters: a trajectory in a form a prompt can hold."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, default=str)
+    text = f"{tool}({args})"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class Teacher(Protocol):
@@ -59,14 +73,16 @@ class ReplayTeacher:
             return [Attempt(passed=False, errors=(str(exc),))] * n
         with runtime.session() as session:
             session.reset()
-            errors = []
+            errors, calls = [], []
             for i, call in enumerate(env.reference_solution):
                 if i not in self.skip:
+                    calls.append(short_call(call.tool, call.arguments))
                     result = session.step({"tool": call.tool, "arguments": call.arguments})
                     if not result.ok:
                         errors.append(result.message)
             verdict = session.verify()
-        attempt = Attempt(passed=verdict.passed, failed=tuple(a.name for a in verdict.assertions if not a.holds), errors=tuple(errors))
+        attempt = Attempt(passed=verdict.passed, failed=tuple(a.name for a in verdict.assertions if not a.holds), errors=tuple(errors),
+                          calls=tuple(calls))
         return [attempt] * n
 
 
@@ -98,6 +114,7 @@ class RolloutTeacher:
 
 Category = Literal["verifier fault", "world fault", "hard"]
 Pathway = Literal["repair atom", "revise builder", "supplement pool", "keep hard"]
+Source = Literal["programmatic", "llm"]
 
 
 class Diagnosis(BaseModel):
@@ -108,7 +125,8 @@ class Diagnosis(BaseModel):
     pathway: Pathway
     target: str  # "server:<app>@<spec hash>", "builder", or "pool:<what is missing>"
     reason: str
-    evidence: dict[str, str] = Field(default_factory=dict)  # what a repair needs: missing_tool, unwritten, kind
+    evidence: dict[str, str] = Field(default_factory=dict)  # what a repair needs: missing_tool, unwritten, faulty_tool, kind
+    source: Source = "programmatic"  # who diagnosed it: the checks below, or the LLM diagnosis agent
 
 
 def diagnose(env: Environment, attempts: list[Attempt], stated: Iterable[str] | None = None) -> Diagnosis:
@@ -181,7 +199,8 @@ class IssueLog:
             if d.pathway == "keep hard":
                 continue
             issue = issues.setdefault((d.target, d.pathway, d.reason), {
-                "target": d.target, "pathway": d.pathway, "category": d.category, "reason": d.reason, "envs": [], "status": "open"})
+                "target": d.target, "pathway": d.pathway, "category": d.category, "reason": d.reason, "source": d.source,
+                "envs": [], "status": "open"})
             if d.env_id not in issue["envs"]:
                 issue["envs"].append(d.env_id)
         out = sorted(issues.values(), key=lambda i: (i["target"], i["reason"]))
@@ -198,19 +217,25 @@ class IssueLog:
 
 
 def evolve_round(envs: list[Environment], teacher: Teacher, *, n: int = 8, log: IssueLog | None = None,
-                 stated: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """One round: N attempts per environment, the yield, and a diagnosis of every zero-yield one."""
+                 stated: dict[str, list[str]] | None = None, agent: Any = None) -> dict[str, Any]:
+    """One round: N attempts per environment, the yield, and a diagnosis of every zero-yield one
+    (programmatic first; ``agent``, an ``llm_diagnosis.DiagnosisAgent``, reads what the checks leave hard)."""
+    from envtrain.compose.llm_diagnosis import Case, diagnose_first
+
     solved, diagnoses = 0, []
     for env in envs:
         attempts = teacher.attempts(env, n)
         if any(a.passed for a in attempts):
             solved += 1
             continue
-        diagnoses.append(diagnose(env, attempts, (stated or {}).get(env.id)))
+        found, _ = diagnose_first(Case.of(env, attempts), agent, (stated or {}).get(env.id))
+        diagnoses.append(found)
     if log is not None:
         log.record(diagnoses)
     counts: dict[str, int] = {}
     for d in diagnoses:
         counts[d.pathway] = counts.get(d.pathway, 0) + 1
+    sources = {s: sum(d.source == s for d in diagnoses) for s in dict.fromkeys(d.source for d in diagnoses)}
     return {"teacher": teacher.name, "attempts": n, "environments": len(envs), "solved": solved,
-            "yield": solved / len(envs) if envs else 0.0, "pathways": counts, "diagnoses": [d.model_dump() for d in diagnoses]}
+            "yield": solved / len(envs) if envs else 0.0, "pathways": counts, "sources": sources,
+            "diagnoses": [d.model_dump() for d in diagnoses]}

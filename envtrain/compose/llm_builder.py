@@ -22,14 +22,13 @@ of asking again: a resumed run stays exact.
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from dataclasses import replace
 from typing import Any
 
 from envtrain.core.env import Environment
 from envtrain.compose.builder import Built
+from envtrain.compose.chat import ChatClient, EndpointError, json_object
 from envtrain.compose.context import Unbuildable
 from envtrain.compose.guard import unstated_values
 
@@ -54,27 +53,18 @@ class RequestWriter:
 
     def __init__(self, url: str, model: str | None = None, *, budget: int = 3, timeout: float = 120.0, retries: int = 2,
                  max_tokens: int = 400, temperature: float = 0.7, transport: Any = None) -> None:
-        import httpx
-
-        self.url = url.rstrip("/")
-        self._model = model
+        self.chat = ChatClient(url, model, timeout=timeout, retries=retries, max_tokens=max_tokens,
+                               temperature=temperature, transport=transport)
         self.budget = budget
-        self.retries = retries
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.client = httpx.Client(timeout=timeout, transport=transport)
-        self.cost = {"calls": 0, "tokens": 0, "seconds": 0.0}
+        self.cost = self.chat.cost
 
     @property
     def model(self) -> str:
         """The model named, or the endpoint's first model (``GET /models``)."""
-        if self._model is None:
-            try:
-                data = self.client.get(f"{self.url}/models").json()["data"]
-                self._model = str(data[0]["id"])
-            except Exception as exc:  # noqa: BLE001 (any failure here is the endpoint's: one reason, counted)
-                raise Unbuildable(f"llm builder: the endpoint lists no model ({type(exc).__name__}: {exc})") from None
-        return self._model
+        try:
+            return self.chat.model
+        except EndpointError as exc:
+            raise Unbuildable(f"llm builder: {exc}") from None
 
     def write(self, built: Built, recorded: str | None = None) -> tuple[Built, dict[str, Any]]:
         """The environment with the model's request, and a record of the exchange; Unbuildable after ``budget``
@@ -100,34 +90,13 @@ class RequestWriter:
         raise Unbuildable(f"llm builder: no acceptable request in {self.budget} answers (last: {history[-1][1]})")
 
     def complete(self, chat: list[dict[str, str]]) -> str:
-        import httpx
-
-        body = {"model": self.model, "messages": chat, "max_tokens": self.max_tokens, "temperature": self.temperature}
-        delay, error = 1.0, ""
-        for attempt in range(self.retries + 1):
-            start = time.perf_counter()
-            try:
-                response = self.client.post(f"{self.url}/chat/completions", json=body)
-            except httpx.HTTPError as exc:
-                error = f"the endpoint cannot be reached: {exc}"
-            else:
-                self.cost["calls"] += 1
-                self.cost["seconds"] += time.perf_counter() - start
-                if response.status_code == 200:
-                    data = response.json()
-                    usage = data.get("usage") or {}
-                    self.cost["tokens"] += int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-                    return data["choices"][0]["message"].get("content") or ""
-                error = f"the endpoint answered HTTP {response.status_code}"
-                if response.status_code not in (429, 500, 502, 503, 504):
-                    break
-            if attempt < self.retries:
-                time.sleep(delay)
-                delay *= 2
-        raise Unbuildable(f"llm builder: {error}")
+        try:
+            return self.chat.complete(chat)
+        except EndpointError as exc:
+            raise Unbuildable(f"llm builder: {exc}") from None
 
     def close(self) -> None:
-        self.client.close()
+        self.chat.close()
 
 
 def messages(built: Built, history: list[tuple[str, str]]) -> list[dict[str, str]]:
@@ -152,15 +121,7 @@ def messages(built: Built, history: list[tuple[str, str]]) -> list[dict[str, str
 
 def parse_answer(text: str) -> str:
     """The request from the model's answer, or ValueError with what is wrong with it."""
-    body = text.strip()
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL)
-    if fenced:
-        body = fenced.group(1).strip()
-    start, end = body.find("{"), body.rfind("}")
-    try:
-        value = json.loads(body[start:end + 1]) if start >= 0 and end > start else None
-    except ValueError:
-        value = None
+    value = json_object(text)
     if not isinstance(value, dict):
         raise ValueError('the answer is not a JSON object {"request": "..."}')
     if set(value) != {"request"} or not isinstance(value["request"], str):

@@ -72,11 +72,21 @@ class ComposeConfig(BaseModel):
     llm: str | None = Field(None, description="OpenAI-compatible base URL for the llm builder, e.g. http://host:8000/v1")
     llm_model: str | None = Field(None, description="model name at the endpoint (default: its first model)")
     llm_budget: int = Field(3, ge=1, description="answers the llm builder may give per environment before it is rejected")
+    # the diagnosis agent (LegoEnv §3.5): programmatic checks first, a model on what they leave undecided
+    diagnose_llm: str | None = Field(None, description="OpenAI-compatible base URL of the LLM diagnosis agent (llm_diagnosis.py),"
+                                     " which reads the zero-yield environments the programmatic checks call hard; none: checks only")
+    diagnose_model: str | None = Field(None, description="model name at diagnose_llm (default: llm_model where the URLs agree,"
+                                       " else the endpoint's first model)")
+    diagnose_budget: int = Field(3, ge=1, description="answers the diagnosis agent may give per environment before the checks' verdict stands")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ComposeConfig":
         if self.builder == "llm" and not self.llm:
             raise ValueError("the llm builder needs an endpoint: give --llm URL (an OpenAI-compatible base URL)")
+        if self.diagnose_llm and not self.teacher:
+            raise ValueError("the diagnosis agent reads the teacher's failed attempts: give --teacher as well")
+        if self.diagnose_llm and not self.evolve:
+            raise ValueError("the diagnosis agent is part of evolution: drop --no-evolve")
         if self.teacher is not None:
             from envtrain.compose.teacher import check_spec
 
@@ -90,6 +100,12 @@ class ComposeConfig(BaseModel):
     @property
     def repair_store(self) -> Path:
         return self.repairs if self.repairs is not None else self.out / "repairs.json"
+
+    @property
+    def diagnosis_model(self) -> str | None:
+        if self.diagnose_model is not None or self.diagnose_llm is None:
+            return self.diagnose_model
+        return self.llm_model if self.llm and self.llm.rstrip("/") == self.diagnose_llm.rstrip("/") else None
 
     @property
     def teacher_settings(self) -> Any:
@@ -148,6 +164,12 @@ class Composer:
 
             self._writer = RequestWriter(self.config.llm or "", self.config.llm_model, budget=self.config.llm_budget)
         return self._writer
+
+    def rebuild(self, index: int, recorded: dict[str, Any]) -> Any:
+        """The builder's record (builder.Built) of an index as its manifest entry made it, with no admission and
+        nothing written: what the diagnosis agent reads besides the environment (the rule text in its carrier)."""
+        sk, seed = self.plan(index)
+        return build(sk, self.build_pool(tuple(sorted(recorded.get("repairs", ())))), self.data, seed)
 
     def plan(self, index: int) -> tuple[Skeleton, int]:
         seed = int(content_hash([self.config.seed, index]), 16)

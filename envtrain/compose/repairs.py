@@ -9,9 +9,11 @@ patched, and the patched spec (a new hash) may be patched again by a later repai
 replays identically on every machine. Each atom version is repaired at most once.
 
 ``propose_repair`` is the programmatic repair agent: from a diagnosis' evidence (a tool π or V+ needs is
-missing) it restores the tool from the app's reference specification (the built-in spec of the same
-name, the paper's "original specification"). Where no reference has the fix it proposes nothing, and
-the issue stays open for a person (or an agent) to write a repair into the store by hand.
+missing, or a tool differs from its reference) it restores the tool from the app's reference
+specification (the built-in spec of the same name, the paper's "original specification"). Where no
+reference has the fix it proposes nothing, and the issue stays open for a person to write a repair into
+the store by hand. The LLM diagnosis agent (llm_diagnosis.py) only supplies evidence in this form, and
+its answer is refused unless ``derive_repair`` can turn it into a patch.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class AtomRepair(BaseModel):
     capabilities: dict[str, list[str] | None] = Field(default_factory=dict)  # operation kind -> tools; None removes the entry
     reason: str  # what was wrong: the diagnosis
     fix: str  # what the patch does, in words
-    source: Literal["programmatic", "manual", "llm"] = "programmatic"
+    source: Literal["programmatic", "manual", "llm"] = "programmatic"  # who diagnosed it; the patch comes from the reference spec
     envs: tuple[str, ...] = ()  # the environments whose failure was the evidence
 
     @property
@@ -149,41 +151,83 @@ def _first_error(exc: ValidationError) -> str:
 # -- the programmatic repair agent -----------------------------------------------------------
 
 
+EVIDENCE = ("missing_tool", "unwritten", "faulty_tool")  # what a repair can be derived from
+
+
 def propose_repair(diagnosis: Any, faulty: Any) -> AtomRepair | None:
-    """A repair for a "repair atom" diagnosis, from the app's reference spec; None where none can be derived.
+    """A repair for a "repair atom" diagnosis, from the app's reference spec; None where none can be derived."""
+    try:
+        return derive_repair(diagnosis, faulty)
+    except ValueError:
+        return None
+
+
+def derive_repair(diagnosis: Any, faulty: Any) -> AtomRepair:
+    """The repair a "repair atom" diagnosis calls for, restored from the app's reference spec; ValueError
+    saying why none can be derived. Nothing here is free-form: every patch is a reference tool.
 
     ``faulty`` is the spec the diagnosis names (its hash is the diagnosis target's). The evidence says
-    what is missing: ``missing_tool`` (π calls a tool the server lacks) or ``unwritten`` (no tool writes
-    an entity V+ asserts on)."""
+    what is wrong: ``missing_tool`` (π calls a tool the server lacks), ``unwritten`` (no tool writes an
+    entity V+ asserts on) or ``faulty_tool`` (a tool is there but differs from its reference spec: a
+    misleading description or parameter, a wrong effect; only a reviewer, human or model, finds these)."""
     from envtrain.apps import builtin_app_names, load_app
 
-    if diagnosis.pathway != "repair atom" or faulty.name not in builtin_app_names():
-        return None
-    reference = load_app(faulty.name)
+    if diagnosis.pathway != "repair atom":
+        raise ValueError(f"a {diagnosis.pathway!r} diagnosis has no atom repair")
+    name = faulty.name
+    if name not in builtin_app_names():
+        raise ValueError(f"{name} is not a built-in app: there is no reference spec to restore a tool from")
+    reference = load_app(name)
     if spec_hash(reference) == spec_hash(faulty):
-        return None  # the reference is this very version: nothing to restore from
+        raise ValueError(f"this version of {name} is its reference spec: there is nothing to restore")
     have = {t.name for t in faulty.tools}
+    known = {t.name for t in reference.tools}
     evidence = dict(getattr(diagnosis, "evidence", {}) or {})
-    wanted: list[str] = []
+    changed: list[str] = []
     if evidence.get("missing_tool"):
-        wanted = [evidence["missing_tool"]]
+        tool = str(evidence["missing_tool"])
+        if tool in have:
+            raise ValueError(f"{name} has the tool {tool!r}; a tool that is there but wrong is a faulty_tool")
+        if tool not in known:
+            raise ValueError(f"the {name} reference spec has no tool {tool!r} (its tools: {', '.join(sorted(known))})")
+        restore = [tool]
     elif evidence.get("unwritten"):
         entity = str(evidence["unwritten"]).split(".", 1)[-1]
-        wanted = [t.name for t in reference.tools if any(e.entity == entity for e in t.effects)]
-    restore = [name for name in wanted if name not in have and any(t.name == name for t in reference.tools)]
-    if not restore:
-        return None
+        writers = [t.name for t in reference.tools if any(e.entity == entity for e in t.effects)]
+        if not writers:
+            raise ValueError(f"no tool of the {name} reference spec writes {entity!r}")
+        restore = [t for t in writers if t not in have]
+        if not restore:
+            raise ValueError(f"{name} already has every reference tool that writes {entity!r} ({', '.join(writers)})")
+    elif evidence.get("faulty_tool"):
+        tool = str(evidence["faulty_tool"])
+        if tool not in have:
+            raise ValueError(f"{name} has no tool {tool!r}; a tool that is absent is a missing_tool")
+        if tool not in known:
+            raise ValueError(f"the {name} reference spec has no tool {tool!r}: there is nothing to restore it from")
+        mine, ref = faulty.tool(tool).model_dump(mode="json"), reference.tool(tool).model_dump(mode="json")
+        changed = [k for k in ref if ref[k] != mine.get(k)]
+        if not changed:
+            raise ValueError(f"the tool {tool!r} of {name} is exactly its reference spec: there is nothing to restore")
+        restore = [tool]
+    else:
+        raise ValueError("the diagnosis names no missing_tool, unwritten entity or faulty_tool to repair")
     names = have | set(restore)
     capabilities = {}
     for kind, tools in reference.capabilities.items():
         if any(t in restore for t in tools) and all(t in names for t in tools) and faulty.capabilities.get(kind) != tools:
             capabilities[kind] = list(tools)
-    tools = {name: reference.tool(name).model_dump(mode="json") for name in restore}
-    fix = f"restore {', '.join(restore)} from the {faulty.name} reference spec"
+    tools = {t: reference.tool(t).model_dump(mode="json") for t in restore}
+    if changed:
+        fix = f"restore the {', '.join(changed)} of {restore[0]} from the {name} reference spec"
+    else:
+        fix = f"restore {', '.join(restore)} from the {name} reference spec"
     if capabilities:
         fix += "; capability card: " + "; ".join(f"{k} -> {', '.join(v)}" for k, v in sorted(capabilities.items()))
-    return AtomRepair(atom=f"server:{faulty.name}@{spec_hash(faulty)}", tools=tools, capabilities=capabilities,
-                      reason=diagnosis.reason, fix=fix, envs=(diagnosis.env_id,))
+    return AtomRepair(atom=f"server:{name}@{spec_hash(faulty)}", tools=tools, capabilities=capabilities,
+                      reason=diagnosis.reason, fix=fix, source=getattr(diagnosis, "source", "programmatic"),
+                      envs=(diagnosis.env_id,))
 
 
-__all__ = ["AtomRepair", "RepairStore", "apply_repairs", "atom_versions", "propose_repair", "repaired_pool"]
+__all__ = ["EVIDENCE", "AtomRepair", "RepairStore", "apply_repairs", "atom_versions", "derive_repair", "propose_repair",
+           "repaired_pool"]

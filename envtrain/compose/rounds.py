@@ -3,7 +3,9 @@
 1. Failed builds that the programmatic diagnosis pins on something (a server atom lacking a tool π
    needs, a verifier demanding an unstated value) become issues (OUT/issues.json).
 2. With a teacher (teacher.py), every admitted environment is attempted N times through the rollout
-   engine; each gets its band, and every unsolved one is diagnosed from its failed attempts.
+   engine; each gets its band, and every unsolved one is diagnosed from its failed attempts: the
+   programmatic checks first, then, where ``diagnose_llm`` is set, the LLM diagnosis agent on those the
+   checks call hard (llm_diagnosis.py). Each diagnosis, and issue, says which of the two made it.
 3. For each "repair atom" issue, the programmatic repair agent proposes a patch (repairs.py); the
    repair is stored once per atom version and the issue marked repaired.
 4. Every index whose diagnosis names an atom version that now has a repair is rebuilt, with the repair
@@ -18,7 +20,8 @@ from collections import Counter
 from typing import Any, Callable
 
 from envtrain.core.env import Environment
-from envtrain.compose.evolve import Diagnosis, IssueLog, diagnose
+from envtrain.compose.evolve import Diagnosis, IssueLog
+from envtrain.compose.llm_diagnosis import Case, DiagnosisAgent, diagnose_first, summarize_exchanges
 from envtrain.compose.repairs import RepairStore, propose_repair
 
 MAX_PASSES = 3  # a rebuilt index may meet a second fault of the repaired atom; the chain is short
@@ -45,6 +48,7 @@ def evolve_run(config: Any, composer: Any, entries: dict[int, dict[str, Any]], r
         out["evolution"] = {
             "issues": dict(Counter(i["status"] for i in filed)),
             "issues_by_pathway": dict(Counter(i["pathway"] for i in filed)),
+            "issues_by_source": dict(Counter(i.get("source", "programmatic") for i in filed)),
             "repairs_in_store": len(store.read()),
             **state,
         }
@@ -104,13 +108,34 @@ def _teacher(config: Any, composer: Any, entries: dict[int, dict[str, Any]], rec
     unsolved = [(i, e) for i, e in sorted(entries.items())
                 if i < config.n and e["status"] == "admitted" and e.get("teacher", {}).get("band") == "unsolved"]
     evidence = attempts_of(folder, [e["id"] for _, e in unsolved])
-    diagnosed = []
-    for index, entry in unsolved:
-        env = Environment.load(config.out / "envs" / f"{entry['id']}.json")
-        found = diagnose(env, evidence.get(entry["id"], []))
-        entry["teacher"]["diagnosis"] = found.model_dump(mode="json")
-        diagnosed.append((index, found))
+    agent = None
+    if config.diagnose_llm:
+        agent = DiagnosisAgent(config.diagnose_llm, config.diagnosis_model, budget=config.diagnose_budget)
+        say(f"diagnosis agent {config.diagnose_llm}: reads the unsolved environments the checks call hard")
+    diagnosed, exchanges = [], []
+    try:
+        for done, (index, entry) in enumerate(unsolved, 1):
+            env = Environment.load(config.out / "envs" / f"{entry['id']}.json")
+            attempts = evidence.get(entry["id"], [])
+            case = _case(composer, index, entry, env, attempts) if agent else Case.of(env, attempts)
+            found, exchange = diagnose_first(case, agent, recorded=entry["teacher"].pop("diagnosis_llm", None))
+            entry["teacher"]["diagnosis"] = found.model_dump(mode="json")
+            if exchange is not None:
+                entry["teacher"]["diagnosis_llm"] = exchange
+                exchanges.append(exchange)
+                if found.source == "llm" and found.pathway != "keep hard":
+                    say(f"diagnosis (llm) of {env.id}: {found.category}, {found.pathway}: {found.reason[:120]}")
+                if progress:  # a model takes seconds per environment: the bar shows it
+                    progress(done, len(unsolved))
+            diagnosed.append((index, found))
+    finally:
+        if agent is not None:
+            agent.close()
     section["pathways"] = dict(Counter(d.pathway for _, d in diagnosed))
+    section["diagnosis"] = {"by_verdict": dict(Counter(d.category for _, d in diagnosed)),
+                            "by_pathway": dict(Counter(d.pathway for _, d in diagnosed)),
+                            "by_source": dict(Counter(d.source for _, d in diagnosed)),
+                            **({"llm": summarize_exchanges(exchanges)} if agent else {})}
     rebuilt = _repair_and_rebuild(composer, entries, record, [(i, d) for i, d in diagnosed if d.pathway != "keep hard"],
                                   issues, store, state, say)
     if rebuilt:
@@ -119,13 +144,27 @@ def _teacher(config: Any, composer: Any, entries: dict[int, dict[str, Any]], rec
     return section
 
 
+def _case(composer: Any, index: int, entry: dict[str, Any], env: Environment, attempts: list[Any]) -> Case:
+    """What the diagnosis agent reads: the environment, the attempts, and the builder's record (the rule text)."""
+    try:
+        built = composer.rebuild(index, entry)
+    except Exception:  # noqa: BLE001 (the rule text is a help, not a need: the agent still reads W0)
+        built = None
+    if built is not None and built.env.verifier != env.verifier:  # not the build that made env (the data changed since)
+        built = None
+    return Case.of(env, attempts, built=built, pool=composer.pool, data=composer.data)
+
+
 def _attach(entries: dict[int, dict[str, Any]], config: Any, results: dict[str, Any]) -> dict[str, Any]:
-    """Put each admitted entry's teacher result on it; the results of this run's environments only."""
+    """Put each admitted entry's teacher result on it; the results of this run's environments only. An entry
+    still unsolved by the same teacher keeps its diagnosis (a rerun replays the agent's verdict from it)."""
     mine = {}
     for index, entry in entries.items():
         if index < config.n and entry["status"] == "admitted" and entry.get("id") in results:
-            result = results[entry["id"]]
+            result, before = results[entry["id"]], entry.get("teacher") or {}
             entry["teacher"] = result.to_entry(config.teacher)
+            if result.band == "unsolved" and before.get("policy") == config.teacher:
+                entry["teacher"].update({k: before[k] for k in ("diagnosis", "diagnosis_llm") if k in before})
             mine[entry["id"]] = result
     return mine
 

@@ -137,8 +137,8 @@ def results_of(out: Path, attempts: int) -> dict[str, TeacherResult]:
 
 
 def attempts_of(out: Path, env_ids: Iterable[str]) -> dict[str, list[Any]]:
-    """The failed attempts' evidence (failed assertions, tool errors) for diagnosis, per environment."""
-    from envtrain.compose.evolve import Attempt
+    """The failed attempts' evidence (failed assertions, tool errors, the calls made) for diagnosis, per environment."""
+    from envtrain.compose.evolve import Attempt, short_call
     from envtrain.rollout.store import TrajectoryStore
     from envtrain.rollout.trajectory import Trajectory
 
@@ -153,7 +153,10 @@ def attempts_of(out: Path, env_ids: Iterable[str]) -> dict[str, list[Any]]:
         traj = Trajectory.model_validate_json(record)
         failed = tuple(a.get("name", "") for a in traj.assertions if not a.get("holds"))
         errors = tuple(str(m.get("content", "")) for m in traj.messages if m.get("role") == "tool" and _is_error(m.get("content")))
-        out_.setdefault(traj.env_id, []).append(Attempt(passed=traj.passed, failed=failed, errors=errors))
+        calls = tuple(short_call(c.get("function", {}).get("name", "?"), c.get("function", {}).get("arguments", ""))
+                      for m in traj.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or ())
+        attempt = Attempt(passed=traj.passed, failed=failed, errors=errors, calls=calls, stop=traj.stop_reason)
+        out_.setdefault(traj.env_id, []).append(attempt)
     return out_
 
 

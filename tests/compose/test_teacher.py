@@ -51,6 +51,9 @@ def test_noop_fixture_leaves_everything_unsolved_and_diagnosed_hard(tmp_path: Pa
     teacher = report["teacher"]
     assert (teacher["fixture"], teacher["yield"], teacher["bands"]["unsolved"], teacher["pathways"]) == (True, 0.0, N, {"keep hard": N})
     assert all(e["teacher"]["band"] == "unsolved" and e["teacher"]["diagnosis"]["pathway"] == "keep hard" for e in entries)
+    # no diagnosis endpoint configured: the programmatic checks alone, and nothing asked of a model
+    assert teacher["diagnosis"] == {"by_verdict": {"hard": N}, "by_pathway": {"keep hard": N}, "by_source": {"programmatic": N}}
+    assert not any("diagnosis_llm" in e["teacher"] for e in entries)
     assert report["evolution"]["repairs_made"] == [] and not (tmp_path / "run" / "issues.json").exists()
 
 
