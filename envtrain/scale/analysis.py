@@ -149,7 +149,9 @@ def _table_resource(env: Environment, world: World, key: str, label: str, tools,
             params.extend(bind(frag.params, ns))
         else:
             scope_sql.append("1")
-    fields = tuple((n, c.type) for n, c in info.columns.items() if n in names)
+    # By name, not by declaration: a document's id does not depend on the order its columns are
+    # written in (a YAML root and its saved JSON share an id), so neither may Apply.
+    fields = tuple(sorted((n, c.type) for n, c in info.columns.items() if n in names))
     pk = info.spec.primary_key
     where = " OR ".join(scope_sql)
     keys = [

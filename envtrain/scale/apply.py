@@ -1,10 +1,12 @@
 """Apply(E_k, Π_k): the candidate child of a parent environment under a plan (RES Eq. 2).
 
 The child keeps the parent's request, persona, verifier, original docs, original tables and files
-and every original write tool; it loses the original read tools of each resource a plan touches
-for the first time, gains the generated ``res`` app (views, hidden state, access tools) and the
-access docs, and its reference solution becomes the public restoration of the resources the task
-needs followed by the original solution's remaining calls. A pure function of (parent, plan).
+and every original write tool (gated tools gain their gates' preconditions, nothing else); it
+loses the original read tools of each resource a plan touches for the first time, gains the
+generated ``res`` app (views, hidden state, access tools, gate preparations) and the access docs,
+and its reference solution becomes the public restoration of the resources the task needs and
+the opening of the gates its tools need, followed by the original solution's remaining calls. A
+pure function of (parent, plan).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from envtrain.core.world import World
 from envtrain.scale.analysis import Original, original_resources
 from envtrain.scale.build import leaf_payloads, res_app, world_tables
 from envtrain.scale.docs import access_docs
+from envtrain.scale.gates import gate_rows, regate, ungated_tools, with_gates
 from envtrain.scale.model import APP, Registry
 from envtrain.scale.operators import Operator
 from envtrain.scale.operators import library as operator_library
-from envtrain.scale.operators.base import PlanError, Work
+from envtrain.scale.operators.base import PlanError, ToolTarget, Work
 from envtrain.scale.plan import Plan, PlanStep
 from envtrain.scale.traverse import Restored, restore_all
 
@@ -43,7 +46,9 @@ def depth_of(env: Environment) -> int:
 
 def contract_hash(env: Environment, registry: Registry | None) -> str:
     """The protected contract: objective, persona, verifier, the task's own docs, the facts (every
-    original table, file and session value) and the original apps' entities and write tools."""
+    original table, file and session value) and the original apps' entities and write tools, each
+    as it was before the registry's gates were put on it (``gates.strip_gates``); without gates,
+    the hash is the one it always was."""
     docs = env.docs[: registry.original_docs] if registry else env.docs
     apps = [a for a in env.apps if a.name != APP]
     return content_hash(
@@ -55,7 +60,7 @@ def contract_hash(env: Environment, registry: Registry | None) -> str:
             "apps": {
                 a.name: {
                     "entities": {k: e.model_dump(mode="json") for k, e in a.entities.items()},
-                    "writes": [t.model_dump(mode="json") for t in a.tools if t.writes],
+                    "writes": [t.model_dump(mode="json") for t in ungated_tools(a, registry) if t.writes],
                 }
                 for a in apps
             },
@@ -105,7 +110,16 @@ def start_work(
                 world.close()
         return cache[key]
 
-    return Work(registry, payloads, salt=parent.id, depth=depth_of(parent) + 1, release=release, originals=originals)
+    gold = {call.tool for call in registry.original_solution}
+    tools = {
+        t.name: ToolTarget(t.name, app.name, t.family, t.handler, t.name in gold)
+        for app in parent.apps
+        if app.name != APP
+        for t in app.tools
+    }
+    return Work(
+        registry, payloads, salt=parent.id, depth=depth_of(parent) + 1, release=release, originals=originals, tools=tools
+    )
 
 
 def apply_step(work: Work, step: PlanStep, operators: Mapping[str, Operator], index: int = 1) -> None:
@@ -114,10 +128,11 @@ def apply_step(work: Work, step: PlanStep, operators: Mapping[str, Operator], in
     if op is None:
         raise PlanError(f"step {index}: unknown operator {step.operator!r} (operators: {', '.join(operators)})")
     try:
-        leaf = work.target(step.target)
+        leaf = work.tool_target(step.target) if op.acts_on == "tool" else work.target(step.target)
         why = op.applies(work, leaf)
         if why is not None:
-            raise PlanError(f"{op.name} does not apply to {leaf.id} ({leaf.name}): {why}")
+            what = f"tool {leaf.name}" if op.acts_on == "tool" else f"{leaf.id} ({leaf.name})"
+            raise PlanError(f"{op.name} does not apply to {what}: {why}")
         params = op.Params.model_validate(step.params)
         if len(step.binds) > op.max_binds:
             raise PlanError(f"{op.name} takes at most {op.max_binds} binding(s), got {len(step.binds)}")
@@ -175,12 +190,15 @@ def build_child(
     claimed: Runtime | None = None,
 ) -> tuple[Environment, Restored | None]:
     removed = {name for r in registry.resources for name in r.removed_tools}
+    parent_registry = registry_of(parent)
+    parent_gates = parent_registry.gates if parent_registry is not None else ()
     # The original apps are already validated: pass them on as objects (only the generated app is
     # parsed), which keeps an Apply cheap however many apps and rules the parent has.
     apps: list[Any] = []
     for app in parent.apps:
         if app.name == APP:
             continue
+        app = regate(app, parent_gates, registry.gates)
         if removed & {t.name for t in app.tools}:
             caps = {k: tuple(t for t in v if t not in removed) for k, v in app.capabilities.items()}
             app = app.model_copy(
@@ -190,17 +208,18 @@ def build_child(
                 }
             )
         apps.append(app)
-    generated = res_app(registry)
+    generated = with_gates(res_app(registry), registry)
     if generated is not None:
         apps.append(generated)
     tables = {k: v for k, v in parent.world.tables.items() if not k.startswith(APP + ".")}
     tables.update(world_tables(registry, payloads))
+    tables.update(gate_rows(registry))
     world = WorldState.model_construct(
         base_time=parent.world.base_time, tables=tables, files=parent.world.files, session=parent.world.session
     )
     kept = [c for c in registry.original_solution if c.tool not in removed]
     settings = {k: v for k, v in parent.provenance.settings.items() if k not in ("res", "plan")}
-    settings.update({"res": registry.model_dump(mode="json"), "plan": plan.hash})
+    settings.update({"res": registry.dump(), "plan": plan.hash})
     data = {
         "apps": apps,
         "world": world,
@@ -220,7 +239,7 @@ def build_child(
     }
     try:
         draft = _draft(data)
-        needed = any(r.needed for r in registry.resources)
+        needed = any(r.needed for r in registry.resources) or bool(registry.gates)
         if claimed is not None and _same_but_solution(draft, claimed.env):
             runtime: Runtime | None = claimed
         else:

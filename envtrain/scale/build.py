@@ -112,26 +112,35 @@ def _state_entities(used: set[str]) -> dict[str, Any]:
     return {name: spec for kind, name in table_of.items() if kind in used for spec in [entities[name]]}
 
 
+def token_tool(registry: Registry, binding: Binding) -> str:
+    """The preparation tool that publishes the token ``binding`` asks for (a view's or a gate's)."""
+    if binding.layer == "gate":
+        return registry.gate(binding.source).prep
+    return prep_tool(registry.leaf(binding.source), binding.layer)
+
+
 def _source_guard(binding: Binding, registry: Registry) -> dict[str, Any]:
-    source = registry.leaf(binding.source)
     arg = f"$arg.{binding.arg}"
+    source = q(binding.source)
     entity, where = {
-        "export": ("export_jobs", [f"leaf = {q(source.id)}", f"token = {arg}"]),
-        "stage": ("stages", [f"leaf = {q(source.id)}", "current >= 1", f"token = {arg}"]),
-        "index": ("indexes", [f"leaf = {q(source.id)}", "built = true", f"token = {arg}"]),
-        "archive": ("archive_sessions", [f"leaf = {q(source.id)}", f"token = {arg}"]),
+        "export": ("export_jobs", [f"leaf = {source}", f"token = {arg}"]),
+        "stage": ("stages", [f"leaf = {source}", "current >= 1", f"token = {arg}"]),
+        "index": ("indexes", [f"leaf = {source}", "built = true", f"token = {arg}"]),
+        "archive": ("archive_sessions", [f"leaf = {source}", f"token = {arg}"]),
+        "gate": ("gates", [f"gate = {source}", "current >= last", f"token = {arg}"]),
     }[binding.layer]
     return {
         "entity": entity,
         "where": where,
         "error": "permission_denied",
-        "message": f"{binding.arg} must be the token returned by {prep_tool(source, binding.layer)}.",
+        "message": f"{binding.arg} must be the token returned by {token_tool(registry, binding)}.",
     }
 
 
-def _requires(layer: Any, registry: Registry) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def token_requirements(layer: Any, registry: Registry) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The token parameters and guards of a preparation that ``requires`` other tokens (a layer's or a gate's)."""
     props = {
-        b.arg: {"type": "string", "description": f"the token returned by {prep_tool(registry.leaf(b.source), b.layer)}"}
+        b.arg: {"type": "string", "description": f"the token returned by {token_tool(registry, b)}"}
         for b in getattr(layer, "requires", ())
     }
     return props, [_source_guard(b, registry) for b in getattr(layer, "requires", ())]
@@ -255,7 +264,7 @@ def _tools_for(leaf: Leaf, registry: Registry, label: str) -> list[dict[str, Any
 
 def _prep_tool(leaf: Leaf, layer: Any, registry: Registry, label: str) -> dict[str, Any]:
     kind, lid = layer.kind, q(leaf.id)
-    props, guards = _requires(layer, registry)
+    props, guards = token_requirements(layer, registry)
     what = f"{label}: {leaf.role}"
     if kind == "export":
         tool = {

@@ -179,10 +179,17 @@ def _print_report(report: dict, out: Path) -> None:
     console.print(table)
     ops = Table(title="operators (steps in accepted / rejected plans)")
     ops.add_column("operator")
+    ops.add_column("origin")
     ops.add_column("accepted", justify="right")
     ops.add_column("rejected", justify="right")
+    origins = report.get("operator_origins", {})
     for name in sorted(set(report["operators_accepted"]) | set(report["operators_rejected"])):
-        ops.add_row(name, str(report["operators_accepted"].get(name, 0)), str(report["operators_rejected"].get(name, 0)))
+        ops.add_row(
+            name,
+            origins.get(name, ""),
+            str(report["operators_accepted"].get(name, 0)),
+            str(report["operators_rejected"].get(name, 0)),
+        )
     console.print(ops)
     if report["checks_failed"]:
         console.print("rejections by check: " + ", ".join(f"{k} {v}" for k, v in report["checks_failed"].items()), markup=False)

@@ -9,12 +9,45 @@ from __future__ import annotations
 
 from typing import Any
 
-from envtrain.scale.build import FIRST_CURSOR, fetch_tool, key_arg, prep_tool
-from envtrain.scale.model import Leaf, Registry, Resource
+from envtrain.scale.build import FIRST_CURSOR, fetch_tool, key_arg, prep_tool, token_tool
+from envtrain.scale.model import Gate, Leaf, Registry, Resource
+
+GATES_DOC = "Access: tools"
 
 
 def access_docs(registry: Registry) -> list[dict[str, str]]:
-    return [{"title": f"Access: {r.label}", "body": describe_resource(registry, r)} for r in registry.resources]
+    docs = [{"title": f"Access: {r.label}", "body": describe_resource(registry, r)} for r in registry.resources]
+    if registry.gates:
+        docs.append({"title": GATES_DOC, "body": describe_gates(registry)})
+    return docs
+
+
+def describe_gates(registry: Registry) -> str:
+    """How to open every gated tool; in the order the gates were added, grouped by tool."""
+    head = (
+        "Some tools refuse to run until they are prepared. A preparation opens its tool for the rest of the "
+        "session; the tool's arguments, effects and results are otherwise unchanged. A tool with several "
+        "preparations needs all of them."
+    )
+    lines = [head]
+    tools: dict[str, list[Gate]] = {}
+    for gate in registry.gates:
+        tools.setdefault(gate.tool, []).append(gate)
+    for tool, gates in tools.items():
+        lines.append(_bullet(0, f"`{tool}`:"))
+        for gate in gates:
+            if gate.kind == "enable":
+                text = f"call `{gate.prep}` once."
+            elif gate.kind == "manifest":
+                text = f"call `{gate.prep}` with manifest '{gate.manifest}'."
+            else:
+                text = f"call `{gate.prep}` {gate.stages} times (its setup has {gate.stages} steps)."
+            lines.append(_bullet(1, text))
+            for binding in gate.requires:
+                lines.append(
+                    _bullet(2, f"`{gate.prep}` also needs {binding.arg}: the token returned by `{token_tool(registry, binding)}`.")
+                )
+    return "\n".join(lines)
 
 
 def describe_resource(registry: Registry, resource: Resource) -> str:
@@ -175,7 +208,7 @@ def _leaf(registry: Registry, leaf: Leaf, depth: int) -> list[str]:
                 _bullet(
                     depth + 2,
                     f"`{prep_tool(leaf, kind)}` also needs {binding.arg}: the token returned by "
-                    f"`{prep_tool(registry.leaf(binding.source), binding.layer)}`.",
+                    f"`{token_tool(registry, binding)}`.",
                 )
             )
         if kind == "keygate" and layer.directory is not None:

@@ -1,5 +1,6 @@
-"""The prerequisite graph between views: reading view A needs view B when a layer of A binds a
-token B publishes, or A's access key is looked up in a directory that B is part of.
+"""The prerequisite graph between views and gates: reading view A (or opening gate A) needs B
+when a layer of A (or the gate's preparation) binds a token B publishes, or A's access key is
+looked up in a directory that view B is part of.
 
 The proposer keeps it acyclic when it composes dependencies; validation rejects a cycle (a
 preparation that can never become ready) under the ``termination`` check.
@@ -7,26 +8,30 @@ preparation that can never become ready) under the ``termination`` check.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
-from envtrain.scale.model import Leaf, leaf_ids
-
-
-def edges(leaves: Mapping[str, Leaf]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for leaf in leaves.values():
-        needs: set[str] = set()
-        for layer in leaf.layers:
-            needs.update(b.source for b in getattr(layer, "requires", ()))
-            if layer.kind == "keygate" and layer.directory is not None:
-                needs.update(leaf_ids(layer.directory))
-        out[leaf.id] = needs
-    return out
+from envtrain.scale.model import Gate, leaf_ids
 
 
-def depends_on(leaves: Mapping[str, Leaf], start: str, target: str) -> bool:
+def _needs(node: Any) -> set[str]:
+    if isinstance(node, Gate):
+        return {b.source for b in node.requires}
+    needs: set[str] = set()
+    for layer in node.layers:
+        needs.update(b.source for b in getattr(layer, "requires", ()))
+        if layer.kind == "keygate" and layer.directory is not None:
+            needs.update(leaf_ids(layer.directory))
+    return needs
+
+
+def edges(nodes: Mapping[str, Any]) -> dict[str, set[str]]:
+    """``nodes``: views (Leaf) and gates (Gate) by id."""
+    return {node.id: _needs(node) for node in nodes.values()}
+
+
+def depends_on(nodes: Mapping[str, Any], start: str, target: str) -> bool:
     """Whether reading ``start`` (transitively) needs ``target``."""
-    graph = edges(leaves)
+    graph = edges(nodes)
     seen, stack = set(), list(graph.get(start, ()))
     while stack:
         node = stack.pop()
@@ -38,10 +43,10 @@ def depends_on(leaves: Mapping[str, Leaf], start: str, target: str) -> bool:
     return False
 
 
-def dependents(leaves: Mapping[str, Leaf], target: str) -> set[str]:
-    """Every view whose reading (transitively) needs ``target``."""
+def dependents(nodes: Mapping[str, Any], target: str) -> set[str]:
+    """Every view or gate whose preparation (transitively) needs ``target``."""
     reverse: dict[str, set[str]] = {}
-    for node, needs in edges(leaves).items():
+    for node, needs in edges(nodes).items():
         for need in needs:
             reverse.setdefault(need, set()).add(node)
     seen: set[str] = set()
@@ -54,9 +59,9 @@ def dependents(leaves: Mapping[str, Leaf], target: str) -> set[str]:
     return seen
 
 
-def cycle(leaves: Mapping[str, Leaf]) -> list[str] | None:
-    """One prerequisite cycle (view ids in order), or None."""
-    graph = edges(leaves)
+def cycle(nodes: Mapping[str, Any]) -> list[str] | None:
+    """One prerequisite cycle (view and gate ids in order), or None."""
+    graph = edges(nodes)
     state: dict[str, int] = {}  # 1: on the stack, 2: done
     path: list[str] = []
 

@@ -30,8 +30,9 @@ SYSTEM = (
     "You make agent environments harder without changing the task (Recursive Environment Scaling). "
     "You transform how the agent reaches the data: the request, the facts and the verifier never change. "
     'Answer with one JSON object and nothing else: a plan {"steps": [{"operator", "target", "params", "binds"}]}. '
-    "Targets are view ids (L3) or untransformed resources (app.entity, files). Build on views made in earlier rounds and "
-    "compose dependencies: bind preparations (binds) to tokens other views already publish."
+    "Targets are view ids (L3) or untransformed resources (app.entity, files); the gating operators target a tool by "
+    "name. Build on views and gates made in earlier rounds and compose dependencies: bind preparations (binds) to "
+    "tokens other views (L3:export) or gates (G5:gate) already publish."
 )
 
 
@@ -125,6 +126,17 @@ def prompt(parent: Environment, history: list[Attempt], library: str) -> str:
             f"columns {[n for n, _ in leaf.columns]}, key {leaf.key}, layers {layers}, made in round {leaf.depth}"
             + (f", publishes {tokens}" if tokens else "")
         )
+    gates = list(work.gates.values())
+    targets = [t for t in work.tools.values() if t.gold and not t.records]
+    if targets or gates:
+        lines.append("")
+        lines.append("# Tools the gating operators can hold (target them by name; envtrain's operators beyond RES's 17)")
+        for tool in targets:
+            held = [g for g in gates if g.tool == tool.name]
+            text = f"- {tool.name} ({tool.app})"
+            if held:
+                text += f", gates {[f'{g.id} {g.kind}' for g in held]}, publishing {[f'{g.id}:gate' for g in held]}"
+            lines.append(text)
     lines.append("")
     lines.append("# Operators")
     for op in operator_library(library).values():

@@ -13,6 +13,10 @@ tables of the generated ``res`` app:
   union, a join of two halves, a summary/detail pair, an intersection with a validity list, or
   a decode step (numbers, references, bridged ids, renamed columns, versions).
 
+Besides the trees, the registry holds **gates** (envtrain's addition beyond RES): original tools
+that refuse until a public preparation has opened them (``Gate``), for tools whose records cannot
+be moved. Gates publish tokens and bind to tokens like layers do.
+
 Operators rewrite this tree (``envtrain.scale.operators``); ``build`` turns it into tools,
 tables and docs; ``traverse`` restores the records through public tools only. The registry is
 kept in ``provenance.settings["res"]`` so the next round starts from the inherited structure.
@@ -39,10 +43,11 @@ class _M(BaseModel):
 
 class Binding(_M):
     """Dependency composition: the consumer's preparation tool takes ``arg`` and accepts only the
-    token that the ``layer`` of leaf ``source`` publishes when that layer is prepared."""
+    token that the ``layer`` of leaf ``source`` publishes when that layer is prepared (or, with
+    layer ``gate``, the token the tool gate ``source`` publishes once it is open)."""
 
-    source: str  # leaf id
-    layer: Literal["export", "stage", "index", "archive"]
+    source: str  # leaf id (L3), or gate id (G7) with layer "gate"
+    layer: Literal["export", "stage", "index", "archive", "gate"]
     arg: str  # token_1, token_2, ...
 
 
@@ -90,6 +95,35 @@ class Archive(_M):
 
 
 Layer = Annotated[Union[Paginate, Export, Stage, Index, KeyGate, Archive], Field(discriminator="kind")]
+
+
+class Gate(_M):
+    """envtrain's addition beyond RES's 17 operators (RES §3.2, "when actions become available"):
+    an original tool that keeps its arguments, effects and results but refuses, with an error
+    naming the preparation, until ``prep`` has opened it in the session. For tools that reveal no
+    records scaling can move (BFCL's handler tools, every write tool): the verifier may pin what
+    they return, so they cannot go or answer differently, only become available later.
+
+    ``enable``: one call of ``enable_<tool>``; ``manifest``: ``load_<tool>_manifest`` with the
+    manifest id the access doc states; ``stage``: ``advance_<tool>_setup`` ``stages`` times. The
+    preparation may require tokens (``requires``), and publishes ``token`` once the gate is open."""
+
+    id: str  # G4 (numbered with the views: one counter per lineage)
+    tool: str  # the original tool it holds
+    app: str
+    kind: Literal["enable", "manifest", "stage"]
+    token: str
+    manifest: str | None = None
+    stages: int = Field(1, ge=1)
+    requires: tuple[Binding, ...] = ()
+    depth: int = 0
+
+    @property
+    def prep(self) -> str:
+        """The preparation tool's name (within the 64 characters of a tool name)."""
+        name = {"enable": "enable_{}", "manifest": "load_{}_manifest", "stage": "advance_{}_setup"}[self.kind]
+        full = name.format(self.tool)
+        return full if len(full) <= 64 else name.format(self.id.lower())
 TOKEN_LAYERS = ("export", "stage", "index", "archive")
 # Wrapping order when fetching: pages innermost, then stages, then the gates (order-free).
 LAYER_ORDER = {"paginate": 0, "stage": 1, "export": 2, "index": 2, "keygate": 2, "archive": 2}
@@ -242,6 +276,18 @@ class Registry(_M):
     resources: tuple[Resource, ...] = ()
     leaves: tuple[Leaf, ...] = ()
     released: bool = False  # built with dependencies released (the "w/o dependencies" ablation)
+    gates: tuple[Gate, ...] = ()  # envtrain's tool gates; absent from the stored form when empty
+
+    def dump(self) -> dict[str, Any]:
+        """The stored form: a registry without gates dumps as it did before gates existed, so
+        lineages written then replay to the same ids."""
+        return self.model_dump(mode="json", exclude=None if self.gates else {"gates"})
+
+    def gate(self, gate_id: str) -> Gate:
+        for gate in self.gates:
+            if gate.id == gate_id:
+                return gate
+        raise KeyError(gate_id)
 
     def resource(self, key: str) -> Resource | None:
         return next((r for r in self.resources if r.key == key), None)

@@ -7,6 +7,11 @@ levers: build on inherited structure (views made in the last round, resources th
 and compose dependencies (bind a preparation to a token another view already publishes,
 preferring older, inherited ones). Pairs that failed validation for this parent are not proposed
 again (the repair loop's diagnostics).
+
+envtrain's gating operators (beyond RES's 17) are proposed for a step only where no record
+operator applies to any view or resource: environments whose tools reveal no movable records
+(BFCL's) are scaled by gating their tools, while every other environment draws exactly the plans
+it drew before gating existed. A plan may still name gating operators for any environment.
 """
 
 from __future__ import annotations
@@ -108,13 +113,16 @@ class ProgrammaticProposer:
             steps.append(step)
             last_made = set(work.leaves) - before or {step.target}
         if not steps:
-            if not work.leaves and not work.originals():
+            gateable = any(op.acts_on == "tool" for op in operators.values()) and any(
+                t.gold and not t.records for t in work.tools.values()
+            )
+            if not work.leaves and not work.originals() and not gateable:
                 raise NoProposal(
                     f"nothing in {parent.id} can be transformed: no original resource is read by a declarative "
-                    "read, list or search tool or by the workspace's file tools (handler tools over opaque state, "
-                    "such as BFCL's API classes, reveal no records that scaling can move)"
+                    "read, list or search tool or by the workspace's file tools, and the library has no gating "
+                    "operator for the reference solution's tools"
                 )
-            raise NoProposal(f"no operator applies to any view of {parent.id} (tried {len(banned)} rejected pairs)")
+            raise NoProposal(f"no operator applies to any view or tool of {parent.id} (tried {len(banned)} rejected pairs)")
         return Plan(parent=parent.id, steps=tuple(steps), release_dependencies=self.release, proposer=self.name)
 
     def _step(
@@ -127,7 +135,8 @@ class ProgrammaticProposer:
             _, op, target = candidates.pop(i)
             probe, trial = work.fork(), work.fork()
             try:
-                leaf = probe.target(target)  # materialises an untouched resource on the probe only
+                # an untouched resource is materialised on the probe only
+                leaf = probe.tool_target(target) if op.acts_on == "tool" else probe.target(target)
                 params = op.sample(probe, leaf, rng)
                 binds = self._binds(probe, op, leaf, rng)
                 step = PlanStep(operator=op.name, target=target, params=params, binds=tuple(binds))
@@ -156,7 +165,7 @@ class ProgrammaticProposer:
             if isinstance(leaf, tuple):
                 scratch, leaf = leaf
             for op in operators.values():
-                if (op.name, target) in banned or (crowded and op.name in SPLITTING):
+                if op.acts_on != "view" or (op.name, target) in banned or (crowded and op.name in SPLITTING):
                     continue
                 if op.applies(scratch, leaf) is not None:
                     continue
@@ -171,16 +180,41 @@ class ProgrammaticProposer:
                     weight *= 0.7 if len(work.leaves) > self.max_views // 2 else 1.0
                 weight *= _yield(op.name, leaf, len(scratch.payloads[leaf.id]))
                 out.append((weight, op, target))
+        if not out:
+            out = self._gate_candidates(work, operators, banned, fresh)
+        return out
+
+    def _gate_candidates(
+        self, work: Work, operators: Mapping[str, Operator], banned: set, fresh: set[str]
+    ) -> list[tuple[float, Operator, str]]:
+        """Gating operators on the original tools the reference solution calls (see the module doc)."""
+        out: list[tuple[float, Operator, str]] = []
+        inherited = {g.tool for g in work.gates.values()}
+        bindable = bool(work.token_sources(None))
+        for name, target in sorted(work.tools.items()):
+            for op in operators.values():
+                if op.acts_on != "tool" or (op.name, name) in banned or op.applies(work, target) is not None:
+                    continue
+                weight = 4.0
+                if name in inherited:
+                    weight *= 1.5  # stack gates on tools gated in earlier rounds
+                if name in fresh:
+                    weight *= 0.5  # spread the gates of one plan over several tools
+                if bindable:
+                    weight *= 2.0  # compose: bind the new gate to a token already published
+                if op.name == "staged tool activation":
+                    weight *= 1.5
+                out.append((weight, op, name))
         return out
 
     def _binds(self, work: Work, op: Operator, leaf: Any, rng: random.Random) -> list[str]:
         if not op.max_binds or self.release:
             return []
-        sources = work.token_sources(leaf)
+        sources = work.token_sources(None if op.acts_on == "tool" else leaf)
         if not sources:
             return []
         # Older sources first: composing with inherited structure lengthens the inherited path.
-        sources.sort(key=lambda s: (work.leaves[s.split(":")[0]].depth, s))
+        sources.sort(key=lambda s: (work.nodes()[s.split(":")[0]].depth, s))
         if op.name == "multi-source exports":
             if len(sources) < 2:
                 return []
@@ -208,3 +242,4 @@ def _adopt(work: Work, trial: Work) -> None:
     """Carry a successful trial's state into ``work`` (the plan continues from it)."""
     work.payloads, work.counter, work.seq = trial.payloads, trial.counter, trial.seq
     work.resources, work.leaves, work.removed = trial.resources, trial.leaves, trial.removed
+    work.gates = trial.gates

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from envtrain.scale.evaluate import STOPPED
+from envtrain.scale.operators import origin
 
 
 def build_report(out: Path, depth: int, *, wall_seconds: float | None = None) -> dict[str, Any]:
@@ -70,6 +71,8 @@ def build_report(out: Path, depth: int, *, wall_seconds: float | None = None) ->
         "reference_growth_at_5": round(current[min(5, depth)] / current[0], 3) if n and current[0] else None,
         "operators_accepted": dict(sorted(accepted_ops.items())),
         "operators_rejected": dict(sorted(rejected_ops.items())),
+        # RES App. D.1's 17, or envtrain's gating operators beyond them
+        "operator_origins": {name: origin(name) for name in sorted(set(accepted_ops) | set(rejected_ops))},
         "checks_failed": dict(sorted(failed_checks.items())),
         "outer_executions_per_child": round(_mean(attempts_per_child), 3),
         "seconds_per_child": round(_mean(seconds_per_child), 4),

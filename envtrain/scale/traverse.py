@@ -4,9 +4,10 @@ through the environment's public tools only.
 It follows the access tree of each transformed resource (the same tree the access docs state)
 in one session: prepares exports, rebuilds indexes, opens archives, advances stages, looks up
 access keys, follows page cursors, resolves references and bridged ids, joins halves, keeps
-authoritative versions. Every piece of data it uses comes from a tool call's output; the tree
-only says which calls to make (what the docs say). The successful calls, in order, are the
-restoration prefix of the extended reference solution.
+authoritative versions; and it opens the tool gates (enable, load a manifest, run every setup
+step). Every piece of data it uses comes from a tool call's output; the tree only says which
+calls to make (what the docs say). The successful calls, in order, are the restoration prefix of
+the extended reference solution.
 
 A failure names the validation check it breaks: ``termination`` (a preparation that is refused,
 never advances, loops, or exceeds the call bound), ``references`` (a reference, mapping, route,
@@ -21,7 +22,8 @@ from typing import Any
 from envtrain.core.env import Call
 from envtrain.core.session import Runtime, Session
 from envtrain.scale.build import FIRST_CURSOR, NEXT, fetch_tool, key_arg, prep_tool
-from envtrain.scale.model import APP, Binding, Leaf, Registry
+from envtrain.scale.gates import gates_in_use_order
+from envtrain.scale.model import APP, Binding, Gate, Leaf, Registry
 
 
 class TraversalError(Exception):
@@ -39,6 +41,7 @@ class Traversal:
         self.registry = registry
         self.bound = bound
         self.leaves = {leaf.id: leaf for leaf in registry.leaves}
+        self.gates = {gate.id: gate for gate in registry.gates}
         self.calls: list[Call] = []
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self._prepared: dict[tuple[str, str], tuple[Any, str]] = {}
@@ -300,7 +303,35 @@ class Traversal:
         self._prepared[key] = result
         return result
 
+    def open_gate(self, gate: Gate) -> str:
+        """Open a tool gate once per session (its bound tokens first); returns the token it publishes."""
+        key = (gate.id, "gate")
+        if key in self._prepared:
+            return self._prepared[key][1]
+        if key in self._resolving:
+            raise TraversalError("termination", f"{gate.prep} needs its own token (a prerequisite cycle)")
+        self._resolving.add(key)
+        try:
+            tokens = {b.arg: self.token(b) for b in gate.requires}
+            if gate.kind == "manifest":
+                tokens = {"manifest": gate.manifest, **tokens}
+            for number in range(1, (gate.stages if gate.kind == "stage" else 1) + 1):
+                item = self.call(gate.prep, tokens, "termination")["items"][0]
+                if gate.kind == "stage" and item.get("current") != number:
+                    raise TraversalError("termination", f"{gate.prep} did not run setup step {number} (now {item.get('current')})")
+            if item.get("current") != item.get("last"):
+                raise TraversalError("termination", f"{gate.prep} left {gate.tool} closed (step {item.get('current')} of {item.get('last')})")
+        finally:
+            self._resolving.discard(key)
+        self._prepared[key] = (True, item.get("token"))
+        return item.get("token")
+
     def token(self, binding: Binding) -> str:
+        if binding.layer == "gate":
+            gate = self.gates.get(binding.source)
+            if gate is None:
+                raise TraversalError("references", f"{binding.arg} names gate {binding.source}, which does not exist")
+            return self.open_gate(gate)
         source = self.leaves.get(binding.source)
         if source is None or source.layer(binding.layer) is None:
             raise TraversalError("references", f"{binding.arg} names a {binding.layer} of view {binding.source}, which has none")
@@ -351,20 +382,26 @@ class Restored:
     """One fresh session's restoration of the transformed resources, the task's own first."""
 
     records: dict[str, list[dict[str, Any]]]  # resource key -> the rows the traversal recovered
-    errors: dict[str, TraversalError]  # resource key -> why its traversal stopped
+    errors: dict[str, TraversalError]  # resource key (or gate:<id>) -> why its traversal stopped
     prefix: list[Call]  # the calls restoring the resources the task needs: the reference solution's head
     calls: int  # every call made, all resources
     bound: int
 
 
 def restore_all(runtime: Runtime, registry: Registry, *, needed_only: bool = False) -> Restored:
-    """Restore every resource (or only the needed ones) in one fresh session of ``runtime``.
+    """Restore every resource and open every gate (or only the needed ones) in one fresh session
+    of ``runtime``.
 
-    Needed resources go first so that their calls form the restoration prefix; it stops at the
-    first needed resource that fails (the candidate keeps the calls that worked, and validation
-    says why). Apply and the records check share this one traversal."""
-    needed = [r.key for r in registry.resources if r.needed]
-    keys = needed if needed_only else needed + [r.key for r in registry.resources if not r.needed]
+    Needed resources go first, then the gates of the tools the original solution calls (in the
+    order it first calls them), so that their calls form the restoration prefix; it stops at the
+    first needed one that fails (the candidate keeps the calls that worked, and validation says
+    why). Apply and the records check share this one traversal. Gate errors are keyed ``gate:<id>``."""
+    needed = [("resource", r.key) for r in registry.resources if r.needed]
+    used, unused = gates_in_use_order(registry, registry.original_solution)
+    needed += [("gate", g.id) for g in used]
+    jobs = needed if needed_only else needed + [("resource", r.key) for r in registry.resources if not r.needed]
+    if not needed_only:
+        jobs += [("gate", g.id) for g in unused]
     rows = sum(len(v) for k, v in runtime.env.world.tables.items() if k.startswith(APP + "."))
     bound = call_bound(registry, rows)
     records: dict[str, list[dict[str, Any]]] = {}
@@ -373,14 +410,17 @@ def restore_all(runtime: Runtime, registry: Registry, *, needed_only: bool = Fal
     with runtime.session() as session:
         session.reset()
         traversal = Traversal(session, registry, bound=bound)
-        for n, key in enumerate(keys):
+        for n, (kind, key) in enumerate(jobs):
             if prefix is None and n == len(needed):
                 prefix = list(traversal.calls)
             try:
-                records[key] = traversal.records(key)
+                if kind == "resource":
+                    records[key] = traversal.records(key)
+                else:
+                    traversal.open_gate(traversal.gates[key])
             except TraversalError as exc:
-                errors[key] = exc
-                if prefix is None:  # a needed resource failed: the prefix ends with the calls that worked
+                errors[key if kind == "resource" else f"gate:{key}"] = exc
+                if prefix is None:  # a needed one failed: the prefix ends with the calls that worked
                     prefix = list(traversal.calls)
         if prefix is None:
             prefix = list(traversal.calls)
@@ -390,4 +430,4 @@ def restore_all(runtime: Runtime, registry: Registry, *, needed_only: bool = Fal
 def call_bound(registry: Registry, rows: int) -> int:
     """How many calls a restoration may take: generous for pages of one row and a lookup per
     record, small enough that a preparation that never ends is caught at once."""
-    return 64 + 6 * rows + 8 * len(registry.leaves)
+    return 64 + 6 * rows + 8 * len(registry.leaves) + sum(4 + g.stages for g in registry.gates)

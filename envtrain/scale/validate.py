@@ -7,11 +7,12 @@ Named checks, each with its own diagnostics:
 - ``replay``: Apply(parent, plan) rebuilds a candidate with the child's hash;
 - ``references``: every view, tool and token the access structure names exists, and every
   reference, mapping, route, key and detail met during restoration resolves;
-- ``termination``: the prerequisite graph is acyclic and every preparation finishes within a
-  bound of public calls;
+- ``termination``: the prerequisite graph (views and gates) is acyclic and every preparation
+  finishes within a bound of public calls;
 - ``records``: a model-free traversal in a fresh session, through public tools only, recovers
   every original record exactly once (no loss, no duplication, nothing altered);
-- ``bypass``: the original read path is gone and gated views refuse reads without preparation;
+- ``bypass``: the original read path is gone, gated views refuse reads without preparation, and
+  each gated tool, called with its gold arguments while its gate is closed, refuses;
 - ``admission``: the five admission conditions hold with the extended reference solution.
 """
 
@@ -28,16 +29,17 @@ from envtrain.core.admission import check_admission
 from envtrain.core.env import Environment
 from envtrain.core.errors import SpecError
 from envtrain.core.io import content_hash
-from envtrain.core.session import Runtime
+from envtrain.core.session import Runtime, Session
 from envtrain.scale.analysis import FILE_READ_HANDLERS, READ_FAMILIES, Original, canonical_records, current_records
 from envtrain.scale.apply import apply_compiled, contract_hash, depth_of, registry_of
 from envtrain.scale.build import fetch_tool, key_arg, leaf_payloads
-from envtrain.scale.graph import cycle
+from envtrain.scale.gates import GATES, gate_guard, gold_call
+from envtrain.scale.graph import cycle, depends_on
 from envtrain.scale.model import APP, Registry, leaf_ids
 from envtrain.scale.operators import Operator
 from envtrain.scale.operators.base import PlanError
 from envtrain.scale.plan import Plan
-from envtrain.scale.traverse import Restored, restore_all
+from envtrain.scale.traverse import Restored, Traversal, TraversalError, call_bound, restore_all
 
 CHECKS = ("lineage", "contract", "replay", "references", "termination", "records", "bypass", "admission")
 
@@ -253,6 +255,7 @@ def _structure(run: _Run, child: Environment, registry: Registry) -> None:
     """Static: every named view, tool and token exists; no prerequisite cycle."""
     refs: list[str] = []
     leaves = {leaf.id: leaf for leaf in registry.leaves}
+    gates = {gate.id: gate for gate in registry.gates}
     res = next((a for a in child.apps if a.name == APP), None)
     tools = {t.name for a in child.apps for t in a.tools}
     entities = set(res.entities) if res else set()
@@ -267,7 +270,7 @@ def _structure(run: _Run, child: Environment, registry: Registry) -> None:
             refs.append(f"view {leaf.id} has no fetch tool {fetch_tool(leaf)}")
         for layer in leaf.layers:
             for b in getattr(layer, "requires", ()):
-                if b.source not in leaves or leaves[b.source].layer(b.layer) is None:
+                if not _publishes(b, leaves, gates):
                     refs.append(f"{fetch_tool(leaf)}: {b.arg} binds a {b.layer} of {b.source}, which does not exist")
             if layer.kind == "keygate" and layer.directory is not None:
                 refs.extend(
@@ -275,13 +278,32 @@ def _structure(run: _Run, child: Environment, registry: Registry) -> None:
                     for lid in leaf_ids(layer.directory)
                     if lid not in leaves
                 )
+    by_app = {a.name: {t.name for t in a.tools} for a in child.apps}
+    rows = {r.get("gate") for r in child.world.tables.get(f"{APP}.{GATES}", [])}
+    for gate in registry.gates:
+        if gate.tool not in by_app.get(gate.app, set()):
+            refs.append(f"gate {gate.id} holds tool {gate.app}.{gate.tool}, which does not exist")
+        if gate.prep not in tools:
+            refs.append(f"gate {gate.id} has no preparation tool {gate.prep}")
+        if gate.id not in rows:
+            refs.append(f"gate {gate.id} has no row in {APP}.{GATES}")
+        for b in gate.requires:
+            if not _publishes(b, leaves, gates):
+                refs.append(f"{gate.prep}: {b.arg} binds a {b.layer} of {b.source}, which does not exist")
     for doc in child.docs[registry.original_docs :]:
         for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", doc.body):
             if name not in tools:
                 refs.append(f"doc {doc.title!r} names tool {name}, which does not exist")
     run.record("references", refs)
-    loop = cycle(leaves)
+    loop = cycle({**leaves, **gates})
     run.record("termination", [f"prerequisite cycle: {' -> '.join(loop)}"] if loop else [])
+
+
+def _publishes(binding, leaves: Mapping[str, Any], gates: Mapping[str, Any]) -> bool:
+    """Whether the view or gate a binding names exists and publishes that kind of token."""
+    if binding.layer == "gate":
+        return binding.source in gates
+    return binding.source in leaves and leaves[binding.source].layer(binding.layer) is not None
 
 
 def _restore(
@@ -322,6 +344,12 @@ def _restore(
             got = restored.records[resource.key]
             counts[resource.key] = len(got)
             lost.extend(_compare(resource, expected, got))
+    for gate in registry.gates:
+        error = restored.errors.get(f"gate:{gate.id}")
+        if error is not None:
+            run.record(error.check, [f"gate {gate.id} of {gate.tool}: {error.message}"])
+    if registry.gates:
+        evidence["gates"] = len(registry.gates)
     evidence["restore_calls"] = restored.calls
     evidence["call_bound"] = restored.bound
     evidence["records"] = counts
@@ -409,4 +437,43 @@ def _bypass(child: Environment, registry: Registry, runtime: Runtime) -> list[st
             result = session.step({"tool": fetch_tool(leaf), "arguments": args})
             if result.ok:
                 out.append(f"{fetch_tool(leaf)} answers without its preparation ({', '.join(gates)})")
+        out.extend(_gate_bypass(child, registry, session))
+    return out
+
+
+def _gate_bypass(child: Environment, registry: Registry, session: Session) -> list[str]:
+    """Each gated tool, called with its gold arguments in a fresh session where every other gate of
+    the tool is open (unless opening it needs this one), must be refused by this gate."""
+    out: list[str] = []
+    if not registry.gates:
+        return out
+    nodes = {**{leaf.id: leaf for leaf in registry.leaves}, **{g.id: g for g in registry.gates}}
+    tools = {(a.name, t.name): t for a in child.apps for t in a.tools}
+    rows = sum(len(v) for k, v in child.world.tables.items() if k.startswith(APP + "."))
+    for gate in registry.gates:
+        tool = tools.get((gate.app, gate.tool))
+        if tool is None:
+            continue  # the references check names it
+        if gate_guard(gate).model_dump(mode="json") not in [p.model_dump(mode="json") for p in tool.preconditions]:
+            out.append(f"{gate.tool} is not held by its gate {gate.id}: the tool has no precondition on it")
+        call = gold_call(registry, gate.tool)
+        if call is None:
+            out.append(f"{gate.tool}: the original reference solution never calls it, so its gate cannot be tested")
+            continue
+        others = [g for g in registry.gates if g.tool == gate.tool and g.id != gate.id]
+        behind = [g for g in others if depends_on(nodes, g.id, gate.id)]  # closed while this one is
+        session.reset()
+        traversal = Traversal(session, registry, bound=call_bound(registry, rows))
+        try:
+            for other in others:
+                if other not in behind:
+                    traversal.open_gate(other)
+        except TraversalError as exc:
+            out.append(f"{gate.tool}: the bypass test of gate {gate.id} could not open the tool's other gates ({exc.message})")
+            continue
+        result = session.step({"tool": gate.tool, "arguments": call.arguments})
+        if result.ok:
+            out.append(f"{gate.tool} answers its gold call without {gate.prep} (gate {gate.id} is open)")
+        elif not any(g.prep in (result.message or "") for g in [gate, *behind]):
+            out.append(f"{gate.tool} is refused for another reason than its gate {gate.id}: {result.message}")
     return out

@@ -181,12 +181,94 @@ def test_a_gold_call_off_its_doc_type_still_runs() -> None:
     assert check_admission(env, handlers=bfcl_handlers()).admitted
 
 
-def test_scale_says_why_it_cannot_transform_a_bfcl_environment(envs, tmp_path) -> None:
-    """Every gold call's result is asserted, so no read path can be moved (see bfcl/env.py)."""
-    from envtrain.scale.lineage import ScaleConfig, run_lineage
+BASE_SCALED = ["multi_turn_base_0", "multi_turn_base_8", "multi_turn_base_16", "multi_turn_base_24"]
 
-    path = tmp_path / "bfcl.json"
-    envs["multi_turn_base_0"].save(path)
-    status = run_lineage(path, tmp_path / "out", ScaleConfig(depth=2, lookahead=1))
-    assert (status["state"], status["depth"]) == ("stopped", 0)
-    assert "nothing in" in status["reason"] and "BFCL's API classes" in status["reason"]
+
+@pytest.fixture(scope="module")
+def scaled(envs, tmp_path_factory):
+    """Four base tasks scaled to depth 3 by ``envtrain scale``'s library: (root, children) per task."""
+    from envtrain.scale.lineage import ScaleConfig, scale_all
+
+    folder = tmp_path_factory.mktemp("bfcl-scale")
+    paths = []
+    for entry_id in BASE_SCALED:
+        envs[entry_id].save(folder / "roots" / f"{entry_id}.json")
+        paths.append(folder / "roots" / f"{entry_id}.json")
+    report = scale_all(paths, folder / "out", ScaleConfig(depth=3))
+    out = {}
+    for entry_id in BASE_SCALED:
+        lineage = folder / "out" / "lineages" / envs[entry_id].id
+        out[entry_id] = [Environment.load(lineage / f"{d}.json") for d in range(1, 4) if (lineage / f"{d}.json").exists()]
+    return report, out, folder
+
+
+def test_bfcl_tasks_scale_by_gating_their_tools(envs, scaled, handlers) -> None:
+    """Every gold tool keeps its arguments, effects and results; the children differ in when the
+    tools become available, and the exported verifier stays byte for byte."""
+    report, children, _ = scaled
+    assert report["reached"]["3"] == len(BASE_SCALED)
+    assert set(report["operator_origins"].values()) == {"envtrain (beyond RES's 17)"}
+    for entry_id, chain in children.items():
+        root = envs[entry_id]
+        assert len(chain) == 3, entry_id
+        lengths = [len(root.reference_solution)] + [len(c.reference_solution) for c in chain]
+        assert lengths == sorted(lengths) and lengths[-1] > lengths[0], (entry_id, lengths)
+        for child in chain:
+            assert child.verifier.model_dump_json() == root.verifier.model_dump_json() and child.request == root.request
+            assert child.world.tables[CALLS] == [] and child.world.tables["bfcl.state"] == root.world.tables["bfcl.state"]
+            assert list(child.reference_solution[-len(root.reference_solution):]) == list(root.reference_solution)
+            assert check_admission(child, handlers=handlers).admitted, (entry_id, child.provenance.depth)
+
+
+def test_scaled_bfcl_children_pass_env_check_and_the_oracle(scaled) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from envtrain.bench.envs import EnvsAdapter
+    from envtrain.eval.run import EvalConfig, evaluate
+
+    _, children, folder = scaled
+    kids = folder / "children"
+    for entry_id, chain in children.items():
+        for child in chain:
+            child.save(kids / f"{entry_id}_{child.provenance.depth}.json")
+    out = subprocess.run([sys.executable, "-m", "envtrain.cli", "env", "check", str(kids)], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0 and f"{3 * len(BASE_SCALED)}/{3 * len(BASE_SCALED)} admitted" in out.stdout, out.stdout[-2000:]
+    adapter = EnvsAdapter(kids)
+    cfg = EvalConfig(benchmark=f"envs:{kids}", policy="oracle", out=folder / "eval")
+    rows, _ = asyncio.run(evaluate(adapter, adapter.fixture_policy(), cfg, fixture=True))
+    assert len(rows) == 3 * len(BASE_SCALED) and all(r.passed and r.score == 1.0 for r in rows)
+
+
+def test_a_gated_bfcl_tool_refuses_unprepared_and_logs_nothing(scaled, handlers) -> None:
+    from envtrain.scale.apply import registry_of
+
+    _, children, _ = scaled
+    child = children["multi_turn_base_0"][0]
+    gate = registry_of(child).gates[0]
+    gold = next(c for c in child.reference_solution if c.tool == gate.tool)
+    with Runtime(child, handlers=handlers).session() as s:
+        s.reset()
+        refused = s.step({"tool": gold.tool, "arguments": gold.arguments})
+        assert not refused.ok and refused.error.value == "invalid_transition" and gate.prep in refused.message
+        assert s.world.rows(CALLS) == []  # the refusal never reaches the observation log the verifier reads
+
+
+def test_a_bfcl_gate_left_open_is_named_by_bypass(envs, monkeypatch) -> None:
+    """A planted library fault: every gate's W0 row says open, so the gold calls answer unprepared."""
+    import envtrain.scale.apply as apply_module
+    from envtrain.scale.apply import apply_plan
+    from envtrain.scale.plan import Plan
+    from envtrain.scale.validate import validate
+
+    real = apply_module.gate_rows
+    monkeypatch.setattr(
+        apply_module, "gate_rows", lambda registry: {k: [dict(r, current=r["last"]) for r in v] for k, v in real(registry).items()}
+    )
+    root = envs["multi_turn_base_0"]
+    plan = Plan(parent=root.id, steps=({"operator": "tool gating", "target": "mkdir"}, {"operator": "tool manifests", "target": "diff"}))
+    result = validate(root, apply_plan(root, plan), plan)
+    assert result.failed == ("bypass",)
+    assert any("mkdir answers its gold call without enable_mkdir" in d for d in result.diagnostics())
+    assert any("diff answers its gold call without load_diff_manifest" in d for d in result.diagnostics())

@@ -27,19 +27,20 @@ the gold produces it (a repeated ``get_ticket`` that BFCL lets ``create_ticket``
 output stand in for). On all 800 entries: agreement on the gold and on dropped, repeated and
 swapped calls is exact, 793/800 on a changed argument (``benchmarks/eval_grading.py --all``).
 
-Scaling (``envtrain scale``) finds nothing to transform here, and says so. RES moves the records
-that read tools reveal behind new access paths and removes those tools, the verifier unchanged.
-Here the result text of every gold call is itself asserted (the response check), so no tool the
-gold calls may go or answer differently, and all state the gold reads is reached only through
-such tools. Declaring which entities a handler reads, or copying BFCL state into tables, would
-add a second path beside one that cannot be closed (a bypass) or expose whole instances, private
-attributes included. What it needs is an operational transformation of the tools themselves
-(RES §3.2, "when actions become available"): a gate on an original tool that keeps its
-arguments, effects and results but refuses until a public preparation has run (export, stage,
-index or key gates as for views, composed through the same token bindings); the protected
-contract hashing write tools without the gates scaling adds; the bypass check calling each gated
-tool unprepared with its gold arguments; the restoration prefix preparing the gates that the
-reference solution's tools need.
+Scaling (``envtrain scale``) transforms these through envtrain's tool gates, its addition beyond
+RES's 17 operators (``envtrain.scale.operators.gating``). RES moves the records that read tools
+reveal behind new access paths and removes those tools, the verifier unchanged. Here the result
+text of every gold call is itself asserted (the response check), so no tool the gold calls may go
+or answer differently, and all state the gold reads is reached only through such tools; declaring
+which entities a handler reads, or copying BFCL state into tables, would add a second path beside
+one that cannot be closed (a bypass) or expose whole instances, private attributes included. So
+scaling changes *when actions become available* (RES §3.2): a gated tool keeps its arguments,
+effects and results but refuses, naming the missing preparation, until a public preparation has
+run (enable it, load its manifest, or run every step of its setup), and preparations compose
+through the same token bindings as view layers. The protected contract hashes the tools without
+the gates; the bypass check calls each gated tool unprepared with its gold arguments and expects
+the refusal; the restoration steps at the head of the reference solution open the gates the gold
+uses. A refused call is rolled back, so it never reaches the ``calls`` log the verifier reads.
 """
 
 from __future__ import annotations

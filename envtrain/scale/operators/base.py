@@ -1,7 +1,8 @@
 """What every operator declares, and the construction state operators act on.
 
 An operator is bound to one **view** (a leaf of a resource's access tree, or an original resource
-on first touch, which is first materialised into one view) and rewrites it: new view tables,
+on first touch, which is first materialised into one view), or, for envtrain's gating operators
+(``acts_on = "tool"``), to one original **tool**, and rewrites it: new view tables,
 layers on its fetch tool, or a decode step above it. Each operator class states
 
 - ``applies``: the capability a view needs (list or key mode, a numeric column, a unique key, ...);
@@ -11,8 +12,8 @@ layers on its fetch tool, or a decode step above it. Each operator class states
 - ``binding``: how it consumes another operator's output (dependency composition);
 - ``release``: what the "w/o dependencies" ablation does to it.
 
-``Work`` is the mutable state of one Apply call, local to it: registry parts being rewritten and
-the payload rows of every view. Names, tokens and keys come from a counter hashed with the
+``Work`` is the mutable state of one Apply call, local to it: registry parts being rewritten,
+the payload rows of every view and the tool gates. Names, tokens and keys come from a counter hashed with the
 parent's id, so an Apply is a pure function of (parent, plan).
 """
 
@@ -21,17 +22,18 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
 from envtrain.core.io import content_hash
-from envtrain.scale.analysis import Original
+from envtrain.scale.analysis import FILE_READ_HANDLERS, READ_FAMILIES, Original
 from envtrain.scale.model import (
     TOKEN_LAYERS,
     Archive,
     Binding,
     Export,
+    Gate,
     Index,
     Leaf,
     LeafRef,
@@ -52,6 +54,22 @@ class NoParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+@dataclass(frozen=True)
+class ToolTarget:
+    """An original tool of the parent, as a gating operator sees it."""
+
+    name: str
+    app: str
+    family: str
+    handler: str | None
+    gold: bool  # the original reference solution calls it
+
+    @property
+    def records(self) -> bool:
+        """Whether a record operator owns it: a declarative read tool, or a workspace file read."""
+        return self.family in READ_FAMILIES and (self.handler is None or self.handler in FILE_READ_HANDLERS)
+
+
 @dataclass
 class Work:
     registry: Registry
@@ -60,25 +78,39 @@ class Work:
     depth: int  # the depth of the child being built
     release: bool  # build with dependencies released
     originals: Callable[[], dict[str, Original]]
+    tools: Mapping[str, ToolTarget] = field(default_factory=dict)  # the parent's original tools (gating targets)
     counter: int = 0
     seq: int = 0  # tokens and shuffles of this Apply (the salt makes them differ across rounds)
     resources: dict[str, Resource] = field(default_factory=dict)
     leaves: dict[str, Leaf] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)  # original read tools removed by this Apply
+    gates: dict[str, Gate] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.counter = self.registry.counter
         self.resources = {r.key: r for r in self.registry.resources}
         self.leaves = {leaf.id: leaf for leaf in self.registry.leaves}
+        self.gates = {gate.id: gate for gate in self.registry.gates}
 
     def fork(self) -> "Work":
         """An independent copy to try steps on (operators never mutate rows in place)."""
         new = Work(
-            self.registry, dict(self.payloads), salt=self.salt, depth=self.depth, release=self.release, originals=self.originals
+            self.registry,
+            dict(self.payloads),
+            salt=self.salt,
+            depth=self.depth,
+            release=self.release,
+            originals=self.originals,
+            tools=self.tools,
         )
         new.counter, new.seq = self.counter, self.seq
         new.resources, new.leaves, new.removed = dict(self.resources), dict(self.leaves), list(self.removed)
+        new.gates = dict(self.gates)
         return new
+
+    def nodes(self) -> dict[str, Any]:
+        """Views and gates by id: the prerequisite graph's nodes."""
+        return {**self.leaves, **self.gates}
 
     # -- names and secrets ----------------------------------------------------------------------
 
@@ -167,19 +199,14 @@ class Work:
             for layer in other.layers:
                 requires = getattr(layer, "requires", ())
                 if any(b.source == leaf.id for b in requires):
-                    moved = []
-                    for b in requires:
-                        if b.source == leaf.id:
-                            target = next((p for p in parts if p.layer(b.layer) is not None), None)
-                            if target is None:
-                                continue  # the source layer did not survive the split: the prerequisite is released
-                            b = b.model_copy(update={"source": target.id})
-                        moved.append(b)
-                    layer = layer.model_copy(update={"requires": tuple(moved)})
+                    layer = layer.model_copy(update={"requires": _moved(requires, leaf.id, parts)})
                     changed = True
                 layers.append(layer)
             if changed:
                 self.leaves[lid] = other.model_copy(update={"layers": tuple(layers)})
+        for gid, gate in list(self.gates.items()):
+            if any(b.source == leaf.id for b in gate.requires):
+                self.gates[gid] = gate.model_copy(update={"requires": _moved(gate.requires, leaf.id, parts)})
 
     def copy_layers(self, leaf: Leaf, rows: int) -> tuple:
         """The leaf's access layers for a view split from it: same kinds, fresh tokens and state."""
@@ -241,12 +268,17 @@ class Work:
         self.removed.extend(original.tools)
         return leaf
 
-    def binding(self, spec: str, consumer: Leaf, index: int) -> Binding:
-        """``L4`` or ``L4:export`` -> a binding to that view's token-publishing layer."""
+    def binding(self, spec: str, consumer: Any, index: int) -> Binding:
+        """``L4`` or ``L4:export`` -> a binding to that view's token-publishing layer; ``G5`` or
+        ``G5:gate`` -> a binding to the token that tool gate publishes once open."""
         source_id, _, kind = spec.partition(":")
+        if source_id in self.gates:
+            if kind not in ("", "gate"):
+                raise PlanError(f"binding {spec!r}: gate {source_id} publishes a gate token, not {kind}")
+            return Binding(source=source_id, layer="gate", arg=f"token_{index}")
         source = self.leaves.get(source_id)
         if source is None:
-            raise PlanError(f"binding {spec!r}: no view {source_id!r}")
+            raise PlanError(f"binding {spec!r}: no view {source_id!r} (nor gate)")
         kinds = [layer.kind for layer in source.layers if layer.kind in TOKEN_LAYERS]
         if kind and kind not in kinds or not kinds:
             raise PlanError(
@@ -254,17 +286,29 @@ class Work:
             )
         return Binding(source=source_id, layer=kind or kinds[0], arg=f"token_{index}")
 
-    def token_sources(self, exclude: Leaf) -> list[str]:
-        """Bindable outputs ``Lx:kind`` of other views that do not (transitively) need ``exclude``."""
+    def token_sources(self, exclude: Leaf | None) -> list[str]:
+        """Bindable outputs ``Lx:kind`` of other views and ``Gx:gate`` of gates that do not
+        (transitively) need ``exclude`` (None: a consumer nothing needs yet, such as a new gate)."""
         from envtrain.scale.graph import dependents
 
-        blocked = dependents(self.leaves, exclude.id) | {exclude.id}
+        blocked: set[str] = set()
+        if exclude is not None:
+            blocked = dependents(self.nodes(), exclude.id) | {exclude.id}
         out = []
         for leaf in self.leaves.values():
             if leaf.id in blocked:
                 continue
             out.extend(f"{leaf.id}:{layer.kind}" for layer in leaf.layers if layer.kind in TOKEN_LAYERS)
+        out.extend(f"{gid}:gate" for gid in self.gates if gid not in blocked)
         return out
+
+    def tool_target(self, name: str) -> ToolTarget:
+        """An original tool of the parent, for the gating operators."""
+        target = self.tools.get(name)
+        if target is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            raise PlanError(f"unknown tool {name!r} (original tools: {known})")
+        return target
 
     def to_registry(self) -> Registry:
         return self.registry.model_copy(
@@ -272,16 +316,21 @@ class Work:
                 "counter": self.counter,
                 "resources": tuple(self.resources.values()),
                 "leaves": tuple(self.leaves.values()),
+                "gates": tuple(self.gates.values()),
                 "released": self.registry.released or self.release,
             }
         )
 
 
 class Operator:
-    """Base of the 17 operators. Subclasses set the class attributes and implement the methods."""
+    """Base of the 17 operators (and of envtrain's gating operators). Subclasses set the class
+    attributes and implement the methods; ``applies``, ``sample`` and ``apply`` get the target:
+    a view (``Leaf``), or a ``ToolTarget`` when ``acts_on`` is ``"tool"``."""
 
     name: ClassVar[str]
     basic: ClassVar[bool] = False
+    acts_on: ClassVar[Literal["view", "tool"]] = "view"
+    origin: ClassVar[str] = "RES App. D.1"
     summary: ClassVar[str]
     procedure: ClassVar[str]
     binding: ClassVar[str] = "none: it consumes no other operator's output."
@@ -304,6 +353,7 @@ class Operator:
         return {
             "name": self.name,
             "library": "basic" if self.basic else "full",
+            "origin": self.origin,
             "summary": self.summary,
             "procedure": self.procedure,
             "binding": self.binding,
@@ -312,6 +362,19 @@ class Operator:
 
 
 # --- helpers shared by operators -------------------------------------------------------------
+
+
+def _moved(requires: tuple[Binding, ...], old: str, parts: list[Leaf]) -> tuple[Binding, ...]:
+    """Bindings to the split view ``old`` moved to the part that publishes the same kind of token."""
+    moved = []
+    for b in requires:
+        if b.source == old:
+            target = next((p for p in parts if p.layer(b.layer) is not None), None)
+            if target is None:
+                continue  # the source layer did not survive the split: the prerequisite is released
+            b = b.model_copy(update={"source": target.id})
+        moved.append(b)
+    return tuple(moved)
 
 
 def need_list(leaf: Leaf, rows: list[dict[str, Any]], minimum: int = 2) -> str | None:
