@@ -89,7 +89,8 @@ def plot_checkpoints(rows: list[dict[str, Any]], path: Path) -> Path:
         for k, keys in enumerate(sets):
             values = [r.get(keys[index]) or 0.0 for r in rows]
             xs = [i + (k - 1) * width for i in range(len(rows))]
-            ax.bar(xs, values, width, label=keys[2])
+            bars = ax.bar(xs, values, width, label=keys[2])
+            ax.bar_label(bars, fmt="%.2f", fontsize=7)  # a zero bar is invisible without its number
         ax.set_xticks(range(len(rows)), [r["checkpoint"] for r in rows])
         ax.set_ylim(0, 1.05)
         ax.set_title(title)
