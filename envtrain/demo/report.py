@@ -194,7 +194,10 @@ def _describe(name: str, s: dict[str, Any]) -> str:
         return (f"{s['steps']} steps, loss {_num(s.get('first_loss'))} → {_num(s.get('last_loss'))}, next-token accuracy on"
                 f" trained tokens {_num(s.get('first_token_accuracy'))} → {_num(s.get('last_token_accuracy'))}")
     if name == "grpo":
-        return f"{s['steps']} steps, reward ({s['reward']}) {_num(s.get('reward_first'))} → {_num(s.get('reward_last'))}"
+        signal = s.get("steps_with_reward_signal")
+        note = "" if signal is None else (f"; {signal} of {s['steps']} steps had a group with unequal rewards" + (
+            " (none did: no policy gradient reached the model)" if signal == 0 else ""))
+        return f"{s['steps']} steps, reward ({s['reward']}) {_num(s.get('reward_first'))} → {_num(s.get('reward_last'))}{note}"
     if name == "eval":
         skipped = "; ".join(f"{k} skipped: {v}" for k, v in s.get("skipped", {}).items())
         return f"{len(s['checkpoints'])} checkpoints" + (f"; {skipped}" if skipped else "")

@@ -261,9 +261,13 @@ def grpo(cfg: DemoConfig, out: Path, bar: Bar) -> dict[str, Any]:
     run_config = grpo_config(cfg, out / "grpo", str(out / "sft"), out / "split" / "train", out / "collect")
     path = _write_config(out, "grpo", run_config)
     result = _train(cfg, "grpo", run_config, path, bar, run_grpo)
-    rewards = [r["reward"] for r in read_metrics(out / "grpo") if r.get("reward") is not None]
+    logged = [r for r in read_metrics(out / "grpo") if r.get("reward") is not None]
+    rewards = [r["reward"] for r in logged]
+    # A group whose episodes all score alike has zero advantage: no gradient. Say how many steps had any signal.
+    signal = sum(1 for r in logged if r.get("frac_reward_zero_std", 0.0) < 1.0)
     summary: dict[str, Any] = {"config": str(path), "reward": run_config.reward, "steps": len(rewards),
-                               "reward_first": rewards[0] if rewards else None, "reward_last": rewards[-1] if rewards else None}
+                               "reward_first": rewards[0] if rewards else None, "reward_last": rewards[-1] if rewards else None,
+                               "steps_with_reward_signal": signal}
     if result is not None:
         summary.update(steps=result.steps, seconds=round(result.seconds, 1), seconds_per_step=round(result.seconds_per_step, 2),
                        reward_mean=result.reward_mean, pass_rate_mean=result.pass_rate_mean,
