@@ -40,6 +40,10 @@ _ACCEPTS = {  # what a JSON value of each column type may be
 }
 
 
+_STORED_AS_IS = frozenset({"integer", "number", "text", "date", "datetime"})  # boolean and json are converted
+_ABSENT = object()
+
+
 def to_sql(value: Any, col: Column, where: str) -> Any:
     """Check a JSON value against its column type and convert it to what SQLite stores."""
     if value is None:
@@ -125,16 +129,20 @@ class World:
         values = []
         known = set(columns)
         defaults = {c: self._default(info, c) for c in columns}
-        specs = [(c, info.columns[c]) for c in columns]
+        # Per column: its type check, and whether SQLite stores an accepted value as it is (no conversion call).
+        specs = [(c, info.columns[c], _ACCEPTS[info.columns[c].type], info.columns[c].type in _STORED_AS_IS) for c in columns]
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise SpecError(f"world.tables[{info.name!r}][{i}]: a row is an object, got {type(row).__name__}")
             if not known.issuperset(row):
                 raise SpecError(f"world.tables[{info.name!r}][{i}]: unknown columns {sorted(set(row) - known)} (columns: {', '.join(columns)})")
-            # The location string is built only when a value is wrong: building it per value dominated large worlds.
-            values.append([to_sql(row[c], col, "") if c in row and _ACCEPTS[col.type](row[c]) else
-                           (to_sql(row[c], col, f"world.tables[{info.name!r}][{i}].{c}") if c in row else defaults[c])
-                           for c, col in specs])
+            # The location string is built only when a value is wrong (to_sql then raises with it): building it
+            # per value dominated large worlds.
+            values.append([defaults[c] if (v := row.get(c, _ABSENT)) is _ABSENT
+                           else v if v is None or (as_is and accept(v))
+                           else to_sql(v, col, "") if accept(v)
+                           else to_sql(v, col, f"world.tables[{info.name!r}][{i}].{c}")
+                           for c, col, accept, as_is in specs])
         try:
             self.conn.executemany(sql, values)
         except sqlite3.IntegrityError as exc:
