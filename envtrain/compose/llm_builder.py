@@ -26,11 +26,11 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from envtrain.core.env import Environment
+from envtrain.agent.chat import ChatClient, EndpointError, json_object
 from envtrain.compose.builder import Built
-from envtrain.compose.chat import ChatClient, EndpointError, json_object
 from envtrain.compose.context import Unbuildable
 from envtrain.compose.guard import unstated_values
+from envtrain.core.env import Environment
 
 SYSTEM = (
     "You write the user's request for a task in business applications. An assistant will carry it out with tools. "

@@ -33,10 +33,10 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from envtrain.core.env import Environment, format_validation_error
-from envtrain.compose.chat import ChatClient, EndpointError, json_object
+from envtrain.agent.chat import ChatClient, EndpointError, json_object
 from envtrain.compose.evolve import Attempt, Diagnosis, diagnose, short_call
 from envtrain.compose.repairs import EVIDENCE, derive_repair
+from envtrain.core.env import Environment, format_validation_error
 
 CATEGORIES = {"verifier_fault": "verifier fault", "world_fault": "world fault", "hard_task": "hard"}
 FITTING = {  # the pathways each verdict may take (LegoEnv §3.5, App. K)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import httpx
 
+from envtrain.agent.chat import ChatClient, EndpointError
 from envtrain.core.env import Environment
 from envtrain.scale.apply import start_work
 from envtrain.scale.build import fetch_tool
@@ -54,49 +54,25 @@ class LLMProposer:
         retries: int = 3,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.url = url.rstrip("/")
-        self.model = model
         self.library = library
         self.release = release
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.retries = retries
-        self.client = httpx.Client(timeout=timeout, transport=transport)
-        self.cost = {"calls": 0, "tokens": 0, "seconds": 0.0}
+        self.chat = ChatClient(url, model, timeout=timeout, retries=retries, max_tokens=max_tokens, temperature=temperature,
+                               transport=transport)
+
+    @property
+    def cost(self) -> dict[str, float]:
+        return self.chat.cost
 
     def take_cost(self) -> dict[str, float]:
-        cost, self.cost = self.cost, {"calls": 0, "tokens": 0, "seconds": 0.0}
-        return cost
+        return self.chat.take_cost()
 
     def propose(self, parent: Environment, history: list[Attempt]) -> tuple[Plan, None]:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(parent, history, self.library)}]
-        text = self._complete(messages)
+        try:
+            text = self.chat.complete(messages)
+        except EndpointError as exc:
+            raise ProposalError(str(exc)) from None
         return parse_answer(text, parent, self.release), None
-
-    def _complete(self, messages: list[dict[str, str]]) -> str:
-        body = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "temperature": self.temperature}
-        delay = 1.0
-        for attempt in range(self.retries + 1):
-            start = time.perf_counter()
-            try:
-                response = self.client.post(f"{self.url}/chat/completions", json=body)
-            except httpx.HTTPError as exc:
-                error = f"the endpoint cannot be reached: {exc}"
-            else:
-                self.cost["seconds"] += time.perf_counter() - start
-                self.cost["calls"] += 1
-                if response.status_code == 200:
-                    data = response.json()
-                    usage = data.get("usage") or {}
-                    self.cost["tokens"] += int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-                    return data["choices"][0]["message"].get("content") or ""
-                error = f"the endpoint answered HTTP {response.status_code}"
-                if response.status_code not in (429, 500, 502, 503, 504):
-                    break
-            if attempt < self.retries:
-                time.sleep(delay)
-                delay *= 2
-        raise ProposalError(error)
 
 
 def prompt(parent: Environment, history: list[Attempt], library: str) -> str:

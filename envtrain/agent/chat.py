@@ -1,7 +1,12 @@
-"""A small client for an OpenAI-compatible chat endpoint (a vLLM server, the project's own server, any
-hosted API), shared by the compose agents that talk to a model: the LLM builder (llm_builder.py) and the
-LLM diagnosis agent (llm_diagnosis.py). It keeps the running cost (calls, tokens, seconds), retries the
-statuses worth retrying, and says what went wrong in one sentence (EndpointError)."""
+"""One small client for an OpenAI-compatible chat endpoint (a vLLM server, the project's own server, any
+hosted API), for every part that asks a model for text: compose's LLM builder and diagnosis agent,
+scale's LLM proposer, synth's engine and rubric. It keeps the running cost (calls, tokens, seconds),
+retries only what a retry can fix (a failed connection, 429, 5xx) with doubling waits, and says what
+went wrong in one sentence (EndpointError).
+
+    chat = ChatClient("http://127.0.0.1:8000/v1", "Qwen/Qwen3-32B")
+    text = chat.complete([{"role": "user", "content": "..."}])
+"""
 
 from __future__ import annotations
 
@@ -57,10 +62,14 @@ class ChatClient:
                 self.cost["calls"] += 1
                 self.cost["seconds"] += time.perf_counter() - start
                 if response.status_code == 200:
-                    data = response.json()
+                    try:
+                        data = response.json()
+                        text = data["choices"][0]["message"].get("content") or ""
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                        raise EndpointError("the endpoint answered 200 without a chat completion") from None
                     usage = data.get("usage") or {}
                     self.cost["tokens"] += int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-                    return data["choices"][0]["message"].get("content") or ""
+                    return str(text)
                 error = f"the endpoint answered HTTP {response.status_code}"
                 if response.status_code not in RETRIED:
                     break
@@ -68,6 +77,11 @@ class ChatClient:
                 time.sleep(delay)
                 delay *= 2
         raise EndpointError(error)
+
+    def take_cost(self) -> dict[str, float]:
+        """The cost so far, and start counting afresh (per accepted child, per environment)."""
+        cost, self.cost = self.cost, {"calls": 0, "tokens": 0, "seconds": 0.0}
+        return cost
 
     def close(self) -> None:
         self.client.close()
