@@ -123,7 +123,9 @@ class CompiledTool:
         """One write statement and nothing after it: SQLite's statement rollback is enough."""
         return self.handler is None and self.postconditions is None and len(self.effects) == 1 and not self.effects[0].messages
 
-    def run(self, world: World, ns: Bindings) -> Any:
+    def run(self, world: World, ns: Bindings, *, observe: bool = True) -> Any:
+        """``observe=False``: a plain read still runs (and still refuses what it would refuse), but
+        its rows are not turned into output; for callers that only want the world (admission's replays)."""
         if self.fused is not None:
             rows = self._execute(world, ns, self.fused)
             if not rows and self.guards is not None:
@@ -134,7 +136,7 @@ class CompiledTool:
         if self.handler is not None:
             result = self.handler(ToolContext(world, ns, self.tool), dict(ns.args))
         elif self.read is not None:
-            result = self._read(world, ns)
+            result = self._read(world, ns, observe)
         else:
             result = None
         for i, effect in enumerate(self.effects):
@@ -145,7 +147,7 @@ class CompiledTool:
             self.postconditions.run(world, ns)
         return result
 
-    def _read(self, world: World, ns: Bindings) -> Any:
+    def _read(self, world: World, ns: Bindings, observe: bool = True) -> Any:
         read = self.read
         assert read is not None and self.info is not None
         values = bind(read.params, ns)
@@ -153,11 +155,13 @@ class CompiledTool:
             row = world.conn.execute(read.sql, values).fetchone()
             if row is None:
                 raise ToolError(ErrorKind.NOT_FOUND, f"nothing in {self.info.name.split('.')[-1]} matches {_describe_args(ns.args)}")
-            return read.shape.row(row)
+            return read.shape.row(row) if observe else None
         # One row more than the page tells whether there is a next page, without counting them all.
         limit, offset = values[-2], values[-1]
         values[-2] = limit + 1
         rows = world.conn.execute(read.sql, values).fetchall()
+        if not observe:
+            return None
         more = len(rows) > limit
         return {"items": [read.shape.row(r) for r in rows[:limit]], "next_offset": offset + limit if more else None}
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 from envtrain.core.compile import Bindings, Compiler, batch
@@ -23,7 +24,7 @@ from envtrain.core.errors import ErrorKind, SpecError, ToolError
 from envtrain.core.runtime import CompiledTool, Handler, compile_tool
 from envtrain.core.schema import Schema
 from envtrain.core.verifier import AssertionResult, CompiledVerifier, VerifyResult
-from envtrain.core.world import World
+from envtrain.core.world import World, image_hash
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,13 @@ class Runtime:
         _check_w0_constraints(world, self.schema)
         _explain_all(world.conn, self)
         self.w0: bytes = world.serialize()
-        self.w0_hash: str = world.content_hash()
         world.close()
         self.openai_tools = [t.tool.openai_schema() for t in tools.values()]
+
+    @cached_property
+    def w0_hash(self) -> str:
+        """W0's content hash; computed on first use (admission's reset check mostly matches W0's image instead)."""
+        return image_hash(self.schema, self.w0)
 
     def session(self) -> "Session":
         return Session(self)
@@ -155,7 +160,9 @@ class Session:
             docs=[{"title": d.title, "body": d.body} for d in env.docs],
         )
 
-    def step(self, call: Any) -> StepResult:
+    def step(self, call: Any, *, observe: bool = True) -> StepResult:
+        """``observe=False``: the step acts on the world as ever, but a plain read's rows are not
+        returned (``output`` is None); for replays that only need the world they reach."""
         name = "?"
         try:
             name, args = parse_call(call)
@@ -165,7 +172,7 @@ class Session:
                 raise ToolError(ErrorKind.UNKNOWN_TOOL, f"unknown tool {name!r} (tools: {known})")
             tool.validate(args)
             ns = Bindings(args, self._actor, self._session, self.world.now)
-            output = self._run(tool, ns)
+            output = self._run(tool, ns, observe)
             return StepResult(name, True, output)
         except ToolError as exc:
             return StepResult(name, False, error=exc.kind, message=exc.message)
@@ -175,13 +182,13 @@ class Session:
             self.steps += 1
             self.world.tick()
 
-    def _run(self, tool: CompiledTool, ns: Bindings) -> Any:
+    def _run(self, tool: CompiledTool, ns: Bindings, observe: bool = True) -> Any:
         if not tool.tool.writes or tool.atomic:
-            return tool.run(self.world, ns)
+            return tool.run(self.world, ns, observe=observe)
         conn = self.world.conn
         conn.execute("SAVEPOINT step")
         try:
-            output = tool.run(self.world, ns)
+            output = tool.run(self.world, ns, observe=observe)
         except BaseException as exc:
             conn.execute("ROLLBACK TO step")
             conn.execute("RELEASE step")

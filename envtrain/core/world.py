@@ -42,6 +42,7 @@ _ACCEPTS = {  # what a JSON value of each column type may be
 
 _STORED_AS_IS = frozenset({"integer", "number", "text", "date", "datetime"})  # boolean and json are converted
 _ABSENT = object()
+_EMPTY_JSON = {list: "[]", dict: "{}"}  # the commonest json values, stored without an encoder call
 
 
 def to_sql(value: Any, col: Column, where: str) -> Any:
@@ -54,6 +55,8 @@ def to_sql(value: Any, col: Column, where: str) -> Any:
     if kind == "boolean":
         return int(value)
     if kind == "json":
+        if not value and type(value) in _EMPTY_JSON:
+            return _EMPTY_JSON[type(value)]
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
     return value
 
@@ -164,6 +167,11 @@ class World:
                           ("base_time", self.base_time, "action_index", self.action_index))
         return self.conn.serialize()
 
+    def image(self) -> bytes:
+        """The database's bytes as they are now, nothing written first: equal images hold equal
+        content (the converse need not hold), which spares a content hash when they match."""
+        return self.conn.serialize()
+
     @classmethod
     def deserialize(cls, schema: Schema, data: bytes) -> "World":
         world = cls(schema, sqlite3.connect(":memory:"), "1970-01-01T00:00:00Z")
@@ -209,7 +217,13 @@ class World:
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"{tail}')
         names = [d[0] for d in cur.description]
-        return [{n: from_sql(v, info.columns[n]) for n, v in zip(names, row)} for row in cur]
+        # Only boolean and json columns need converting: a call per value dominated large reads.
+        convert = [(n, info.columns[n]) for n in names if info.columns[n].type in ("boolean", "json")]
+        rows = [dict(zip(names, row)) for row in cur]
+        for row in rows:
+            for n, col in convert:
+                row[n] = from_sql(row[n], col)
+        return rows
 
     def files(self) -> dict[str, str]:
         return {row["path"]: row["content"] for row in self.rows(FILES)}
@@ -223,14 +237,22 @@ class World:
         for name in sorted(self.schema.entities):
             info = self.schema.entities[name]
             digest.update(f"\x00{name}\x00".encode())
-            cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"')
-            for row in cur:
-                digest.update(repr(row).encode())
-                digest.update(b"\n")
+            rows = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"').fetchall()
+            if rows:  # the same bytes as one update per row, in one call
+                digest.update(("\n".join(map(repr, rows)) + "\n").encode())
         return digest.hexdigest()[:16]
 
     def close(self) -> None:
         self.conn.close()
+
+
+def image_hash(schema: Schema, image: bytes) -> str:
+    """The content hash of a world given as a database image (``serialize``, ``image``)."""
+    world = World.deserialize(schema, image)
+    try:
+        return world.content_hash()
+    finally:
+        world.close()
 
 
 class Probe:

@@ -74,11 +74,15 @@ def contract_hash(env: Environment, registry: Registry | None) -> str:
     )
 
 
-def init_registry(env: Environment) -> Registry:
+def init_registry(env: Environment, contract: str | None = None) -> Registry:
+    """A root's registry; ``contract``: its protected-contract hash when the caller has it already."""
     if any(a.name == APP for a in env.apps):
         raise PlanError(f"the environment already has an app named {APP!r}, which scaling reserves")
     return Registry(
-        root=env.id, contract=contract_hash(env, None), original_solution=env.reference_solution, original_docs=len(env.docs)
+        root=env.id,
+        contract=contract or contract_hash(env, None),
+        original_solution=env.reference_solution,
+        original_docs=len(env.docs),
     )
 
 
@@ -92,13 +96,14 @@ def start_work(
     """The construction state for a child of ``parent`` (its registry, view rows and originals).
 
     ``cache``: a dict the caller owns, to share the analysis of the parent's untouched resources
-    between several Applies on the same parent (the proposer's lookahead).
+    between several Applies on the same parent (the proposer's lookahead); a root's contract hash
+    may be given there as ``contract:<id>``.
     ``facts``: a compiled environment whose W0 holds exactly the parent's facts (the caller has
     checked that its protected contract hashes as the parent's); its W0 is analysed instead of
     building the parent's world a second time."""
-    registry = registry_of(parent) or init_registry(parent)
-    payloads = leaf_payloads(registry, parent.world.tables)
     cache = {} if cache is None else cache
+    registry = registry_of(parent) or init_registry(parent, cache.get(f"contract:{parent.id}"))
+    payloads = leaf_payloads(registry, parent.world.tables)
 
     def originals() -> dict[str, Original]:
         key = f"originals:{parent.id}"

@@ -105,8 +105,12 @@ def validate(
     run = _Run()
     evidence: dict[str, Any] = {"reference_length": len(child.reference_solution)}
     parent_registry = registry_of(parent)
-    registry = _timed(run, "lineage", lambda: _lineage(parent, child, plan, parent_registry))
-    same_facts = _timed(run, "contract", lambda: _contract(parent, child, parent_registry, registry))
+    # The parent's protected contract, hashed once: the lineage and contract checks compare it, and
+    # for a root it is also what the replay's fresh registry records.
+    want = contract_hash(parent, parent_registry)
+    cache: dict[str, Any] = {f"contract:{parent.id}": want} if parent_registry is None and share else {}
+    registry = _timed(run, "lineage", lambda: _lineage(parent, child, plan, parent_registry, want))
+    same_facts = _timed(run, "contract", lambda: _contract(child, parent, registry, want))
     # The child is compiled once, first: the replay uses it as the rebuilt candidate's runtime
     # when the two documents agree, and (its facts being the parent's) to read the parent's facts.
     t = time.perf_counter()
@@ -116,7 +120,6 @@ def validate(
         runtime = None
         run.record("admission", [f"the child does not load: {exc}"])
     run.record("replay", [], time.perf_counter() - t)
-    cache: dict[str, Any] = {}
     claimed = runtime if share else None
     facts = runtime if share and same_facts else None
     restored = _timed(run, "replay", lambda: _replay(parent, child, plan, operators, evidence, claimed, facts, cache))
@@ -171,7 +174,7 @@ def _timed(run: _Run, name: str, fn) -> Any:
 
 
 def _lineage(
-    parent: Environment, child: Environment, plan: Plan, parent_registry: Registry | None
+    parent: Environment, child: Environment, plan: Plan, parent_registry: Registry | None, parent_contract: str
 ) -> tuple[Registry | None, list[str]]:
     out = []
     prov = child.provenance
@@ -192,7 +195,7 @@ def _lineage(
     if registry is None:
         return None, out + ["the child carries no access registry"]
     root = parent_registry.root if parent_registry else parent.id
-    contract = parent_registry.contract if parent_registry else contract_hash(parent, None)
+    contract = parent_registry.contract if parent_registry else parent_contract
     if registry.root != root:
         out.append(f"the registry names root {registry.root}, the lineage's root is {root}")
     if registry.contract != contract:
@@ -202,10 +205,9 @@ def _lineage(
     return registry, out
 
 
-def _contract(
-    parent: Environment, child: Environment, parent_registry: Registry | None, registry: Registry | None
-) -> tuple[bool, list[str]]:
-    """The messages, and whether the child's protected contract (its facts included) is the parent's."""
+def _contract(child: Environment, parent: Environment, registry: Registry | None, want: str) -> tuple[bool, list[str]]:
+    """The messages, and whether the child's protected contract (its facts included) is the
+    parent's (``want``)."""
     out = []
     if child.request != parent.request:
         out.append("the request changed")
@@ -213,7 +215,6 @@ def _contract(
         out.append("the verifier changed")
     if child.persona != parent.persona:
         out.append("the persona changed")
-    want = contract_hash(parent, parent_registry)
     same = registry is not None and contract_hash(child, registry) == want
     if not same:
         out.append("the protected contract (objective, verifier, task docs, facts, write tools) does not hash as the parent's")

@@ -109,6 +109,36 @@ def test_structured_errors_leave_the_world_unchanged(ledger: Runtime, call, kind
         assert s.world.content_hash() == ledger.w0_hash
 
 
+def test_unobserved_steps_act_as_observed_ones(ledger: Runtime) -> None:
+    """``observe=False`` (admission's replays) skips shaping read rows, nothing else: every step
+    succeeds or fails alike and both sessions reach the same world."""
+    calls = [
+        {"tool": "list_invoices", "arguments": {"status": "approved"}},
+        {"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 40}},
+        {"tool": "pay_invoice", "arguments": {"invoice_id": 99, "amount": 1}},
+        {"tool": "list_invoices", "arguments": {"limit": "x"}},
+        {"tool": "create_invoice", "arguments": {"vendor_id": 3, "amount": 9.5}},
+    ]
+    with ledger.session() as seen, ledger.session() as unseen:
+        seen.reset(), unseen.reset()
+        for call in calls:
+            a, b = seen.step(call), unseen.step(call, observe=False)
+            assert (a.ok, a.error, a.message) == (b.ok, b.error, b.message)
+            if call["tool"] == "list_invoices" and a.ok:
+                assert a.output["items"] and b.output is None
+            elif a.ok:
+                assert b.output == a.output  # a write still reports what it wrote
+        assert seen.world.content_hash() == unseen.world.content_hash()
+
+
+def test_equal_images_are_equal_worlds(ledger: Runtime) -> None:
+    with ledger.session() as s:
+        s.reset()
+        assert s.world.image() == ledger.w0  # a restored world, untouched, is W0's very image
+        s.step({"tool": "pay_invoice", "arguments": {"invoice_id": 10, "amount": 40}})
+        assert s.world.image() != ledger.w0 and s.world.content_hash() != ledger.w0_hash
+
+
 def test_optional_reference_may_be_null() -> None:
     """A ref column that is not required accepts null, and still refuses a dangling value."""
     from envtrain.core import Environment
