@@ -325,7 +325,8 @@ def evaluate(cfg: DemoConfig, out: Path, bar: Bar) -> dict[str, Any]:
 
             async def go(policy: Any = policy, adapter: Any = adapter, config: Any = config) -> Any:
                 try:
-                    return await run_eval(adapter, policy, config, on_episode=lambda row: bar.advance(note=f"{name} on {bench}"))
+                    return await run_eval(adapter, policy, config, journal=True,
+                                          on_episode=lambda row: bar.advance(note=f"{name} on {bench}"))
                 finally:
                     await policy.aclose()
 

@@ -32,7 +32,9 @@ def eval_cmd(
     benchmark: Optional[str] = typer.Option(
         None, help="bfcl-multi-turn[:CATEGORY[,CATEGORY]] (base, miss_func, miss_param, long_context) | "
                    "reasoning-gym:NAME[:LEVELS] (LEVELS: 2, 0-3 or 0,2) | envs:DIR"),
-    out: Path = typer.Option(..., help="Output folder: metrics.json, results.jsonl, episodes.jsonl, report.md, plots/."),
+    out: Path = typer.Option(
+        ..., help="Output folder: metrics.json, results.jsonl, episodes.jsonl, report.md, plots/. An interrupted run resumes "
+                  "(OUT/journal.jsonl holds its finished episodes)."),
     attempts: int = typer.Option(1, min=1, help="Episodes per task (pass@k for k up to this)."),
     max_turns: Optional[int] = typer.Option(
         None, min=1, help="Assistant turns per episode. Default: 50 for environments; BFCL follows its own protocol "
@@ -127,6 +129,10 @@ def _evaluate(policy_spec: str, benchmark: str, out: Path, *, attempts: int, max
         def started(total: int) -> None:
             bar.update(task, total=total)
 
+        def resumed(n: int) -> None:
+            console.print(f"resuming: {n} episodes of an interrupted run are in {out / 'journal.jsonl'}; running the rest",
+                          markup=False, style="yellow")
+
         def episode(row) -> None:
             passed[0] += row.passed
             passed[1] += 1
@@ -134,7 +140,8 @@ def _evaluate(policy_spec: str, benchmark: str, out: Path, *, attempts: int, max
 
         async def run():
             try:
-                return await evaluate(adapter, agent, cfg, fixture=fixture, on_start=started, on_episode=episode)
+                return await evaluate(adapter, agent, cfg, fixture=fixture, journal=True, on_start=started, on_episode=episode,
+                                      on_resume=resumed)
             finally:
                 await agent.aclose()
 

@@ -6,6 +6,8 @@ report.md, plots/*.png) and paired comparisons of two runs (compare.json, compar
     OUT/episodes.jsonl      one EpisodeRow per attempt
     OUT/trajectories.jsonl  every graded trajectory (messages, token ids, logprobs)
     OUT/report.md           tables and the plots, for a person
+
+(``OUT/journal.jsonl``, a running evaluation's finished episodes, is removed once these are written.)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Sequence
 
 from envtrain.core.io import atomic_write_text
 from envtrain.eval.depth import depth_table, has_lineages
+from envtrain.eval.journal import discard
 from envtrain.eval.metrics import group_metrics, mean, pass_at_k_run, pooled_rubric_rate, task_results
 from envtrain.eval.paired import PairedResult, compare, original_vs_deepest
 from envtrain.eval.records import THRESHOLD, EpisodeRow, Metrics, TaskResult
@@ -64,6 +67,7 @@ def write_run(out: Path, rows: Sequence[EpisodeRow], trajectories: Sequence[Traj
     atomic_write_text(out / "metrics.json", metrics.model_dump_json(indent=1, by_alias=True) + "\n")
     plots = _plots(out, metrics, results)
     atomic_write_text(out / "report.md", render_report(metrics, results, rows, plots))
+    discard(out)  # every episode is in the files above now
     return metrics
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from envtrain.agent.types import Policy, SamplingParams
 from envtrain.bench.types import Adapter, EpisodeLimits, TaskInfo
+from envtrain.eval.journal import JOURNAL, Journal
 from envtrain.eval.records import THRESHOLD, EpisodeRow
 from envtrain.rollout.trajectory import Trajectory
 
@@ -34,17 +35,37 @@ class EvalConfig(BaseModel):
     save_trajectories: bool = True  # OUT/trajectories.jsonl: every message, token id and logprob
 
 
+def settings(cfg: EvalConfig) -> dict[str, Any]:
+    """What decides a run's episodes (a journal resumes only a run of the same ones)."""
+    return cfg.model_dump(mode="json", exclude={"out", "concurrency", "threshold"})
+
+
 async def evaluate(
-    adapter: Adapter, policy: Policy, cfg: EvalConfig, *, fixture: bool = False,
+    adapter: Adapter, policy: Policy, cfg: EvalConfig, *, fixture: bool = False, journal: bool = False,
     on_start: Callable[[int], None] | None = None, on_episode: Callable[[EpisodeRow], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
 ) -> tuple[list[EpisodeRow], list[Trajectory]]:
-    """Rows in task order (attempts in order), and the graded trajectories."""
+    """Rows in task order (attempts in order), and the graded trajectories.
+
+    ``journal``: append each finished episode to ``cfg.out/journal.jsonl`` and first take back the
+    episodes an interrupted run of the same settings finished there (``on_episode`` sees those
+    too, first, after ``on_resume`` with their number); ``write_run`` removes the journal. Raises
+    JournalError for another run's journal."""
     tasks = list(await asyncio.to_thread(adapter.tasks))
     jobs = [(i, task, a) for i, task in enumerate(tasks) for a in range(cfg.attempts)]
     if on_start is not None:
         on_start(len(jobs))
+    log = Journal(cfg.out / JOURNAL, settings(cfg)) if journal else None
+    resumed = log.resume() if log is not None else {}
+    done: dict[tuple[int, int], tuple[EpisodeRow, Trajectory | None]] = {
+        (i, a): resumed[(i, task.id, a)] for i, task, a in jobs if (i, task.id, a) in resumed
+    }
+    if done and on_resume is not None:
+        on_resume(len(done))
+    for row, _ in done.values():
+        if on_episode is not None:
+            on_episode(row)
     gate = asyncio.Semaphore(cfg.concurrency)
-    done: dict[tuple[int, int], tuple[EpisodeRow, Trajectory | None]] = {}
 
     async def one(i: int, task: TaskInfo, attempt: int) -> None:
         async with gate:
@@ -67,15 +88,20 @@ async def evaluate(
                     detail={**grade.detail, **({"error": t.error} if t.error else {})},
                 )
                 done[(i, attempt)] = (row, t)
+            if log is not None:
+                log.add((i, task.id, attempt), row, done[(i, attempt)][1] if cfg.save_trajectories else None)
             if on_episode is not None:
                 on_episode(row)
 
-    pending = [asyncio.create_task(one(i, task, a)) for i, task, a in jobs]
+    pending = [asyncio.create_task(one(i, task, a)) for i, task, a in jobs if (i, a) not in done]
     try:
         await asyncio.gather(*pending)
     except BaseException:
         for p in pending:
             p.cancel()
         raise
+    finally:
+        if log is not None:
+            log.close()
     ordered = [done[(i, a)] for i, _, a in jobs]
     return [row for row, _ in ordered], [t for _, t in ordered if t is not None]
