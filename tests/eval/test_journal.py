@@ -37,6 +37,20 @@ def run(adapter, cfg, **kw):
     return asyncio.run(evaluate(adapter, adapter.fixture_policy(), cfg, fixture=True, journal=True, **kw))
 
 
+def interrupt(adapter, cfg, after: int) -> list[str]:
+    """Run until ``after`` episodes have finished, then stop the run as a Ctrl-C would."""
+    seen = []
+
+    def stop(row) -> None:
+        seen.append(row)
+        if len(seen) == after:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run(adapter, cfg, on_episode=stop)
+    return adapter.ran
+
+
 def comparable(rows):
     return [r.model_dump(exclude={"seconds", "grade_seconds"}) for r in rows]
 
@@ -46,16 +60,8 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path) -> None:
     whole = Counting(ROOT / "examples")
     want, want_t = asyncio.run(evaluate(whole, whole.fixture_policy(), cfg.model_copy(update={"out": tmp_path / "whole"}),
                                         fixture=True))
-    seen = []
-
-    def stop_after_five(row) -> None:
-        seen.append(row)
-        if len(seen) == 5:
-            raise Interrupted
-
     first = Counting(ROOT / "examples")
-    with pytest.raises(Interrupted):
-        run(first, cfg, on_episode=stop_after_five)
+    interrupt(first, cfg, after=5)
     lines = (tmp_path / "run" / JOURNAL).read_text().splitlines()
     assert len(lines) == 1 + 5 and "config" in json.loads(lines[0])
 
@@ -73,15 +79,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path) -> None:
 
 def test_a_torn_last_line_is_dropped_and_errored_episodes_run_again(tmp_path) -> None:
     cfg = EvalConfig(benchmark="envs:examples", policy="oracle", out=tmp_path, concurrency=1)
-    seen = []
-
-    def stop_after_three(row) -> None:
-        seen.append(row)
-        if len(seen) == 3:
-            raise Interrupted
-
-    with pytest.raises(Interrupted):
-        run(Counting(ROOT / "examples"), cfg, on_episode=stop_after_three)
+    interrupt(Counting(ROOT / "examples"), cfg, after=3)
     journal = tmp_path / JOURNAL
     lines = journal.read_text().splitlines()
     record = json.loads(lines[2])
@@ -97,15 +95,7 @@ def test_a_torn_last_line_is_dropped_and_errored_episodes_run_again(tmp_path) ->
 
 def test_another_runs_journal_or_a_corrupt_line_is_refused(tmp_path) -> None:
     cfg = EvalConfig(benchmark="envs:examples", policy="oracle", out=tmp_path, concurrency=1)
-    seen = []
-
-    def stop_after_two(row) -> None:
-        seen.append(row)
-        if len(seen) == 2:
-            raise Interrupted
-
-    with pytest.raises(Interrupted):
-        run(Counting(ROOT / "examples"), cfg, on_episode=stop_after_two)
+    interrupt(Counting(ROOT / "examples"), cfg, after=2)
     with pytest.raises(JournalError, match="other settings .*differs in attempts"):
         run(Counting(ROOT / "examples"), cfg.model_copy(update={"attempts": 3}))
     journal = tmp_path / JOURNAL
