@@ -2,14 +2,15 @@
 
 ``reasoning-gym:NAME`` takes the dataset's default configuration; ``reasoning-gym:NAME:LEVELS``
 (``2``, ``0-3`` or ``0,2,4``) takes its curriculum at each global level, and a task's depth is
-its level, so the by-depth tables and plots read as difficulty levels. An episode is one
+its level, so the by-depth tables and plots read as difficulty levels. ``NAME`` may be a comma
+list (``chain_sum,leg_counting``): a composite run, each dataset its own group in the report. An episode is one
 question: the model answers in text (``<answer>...</answer>`` as reasoning-gym's default prompt
 asks, or the whole reply) or through the ``answer`` tool, which ends the episode.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from envtrain.agent.types import EpisodeContext, Generation, Message, ParsedTurn, Policy, SamplingParams, ToolCall
 from envtrain.bench.loop import ChatLoop, ToolOutcome
@@ -29,6 +30,7 @@ DEFAULT_TURNS = 4  # a question, and room for a malformed answer call or two
 
 
 class GymTask(TaskInfo):
+    dataset: str
     level: int | None  # curriculum level; None: the dataset's default configuration
     index: int
     question: str
@@ -47,48 +49,53 @@ def parse_levels(text: str) -> list[int]:
 
 
 class ReasoningGymAdapter:
-    def __init__(self, dataset: str, levels: list[int] | None = None, *, size: int = 20, seed: int = 0) -> None:
+    def __init__(self, dataset: str | Sequence[str], levels: list[int] | None = None, *, size: int = 20, seed: int = 0) -> None:
         import reasoning_gym
         from reasoning_gym.factory import DATASETS, has_curriculum
 
-        if dataset not in DATASETS:
-            raise ValueError(f"reasoning-gym has no dataset {dataset!r} ({len(DATASETS)} datasets, e.g. {', '.join(sorted(DATASETS)[:5])})")
-        if levels and not has_curriculum(dataset):
-            raise ValueError(f"reasoning-gym dataset {dataset!r} has no curriculum, so it takes no levels")
-        self.dataset, self.levels, self.size, self.seed = dataset, levels, size, seed
+        names = [d.strip() for d in dataset.split(",")] if isinstance(dataset, str) else list(dataset)
+        if not names or not all(names) or len(set(names)) != len(names):
+            raise ValueError(f"reasoning-gym datasets are NAME or a comma list of distinct names, got {dataset!r}")
+        for name in names:
+            if name not in DATASETS:
+                raise ValueError(f"reasoning-gym has no dataset {name!r} ({len(DATASETS)} datasets, e.g. {', '.join(sorted(DATASETS)[:5])})")
+            if levels and not has_curriculum(name):
+                raise ValueError(f"reasoning-gym dataset {name!r} has no curriculum, so it takes no levels")
+        self.datasets, self.levels, self.size, self.seed = tuple(names), levels, size, seed
         self.version = getattr(reasoning_gym, "__version__", "")
-        self.name = f"{BENCHMARK}:{dataset}" + (f":{','.join(map(str, levels))}" if levels else "")
-        self._data: dict[int | None, Any] = {}
+        self.name = f"{BENCHMARK}:{','.join(names)}" + (f":{','.join(map(str, levels))}" if levels else "")
+        self._data: dict[tuple[str, int | None], Any] = {}
         self._tasks: list[GymTask] | None = None
 
-    def _make(self, level: int | None) -> Any:
+    def _make(self, dataset: str, level: int | None) -> Any:
         from reasoning_gym.factory import DATASETS, create_curriculum, create_dataset
 
         if level is None:
-            return create_dataset(self.dataset, seed=self.seed, size=self.size)
-        curriculum = create_curriculum(self.dataset)
+            return create_dataset(dataset, seed=self.seed, size=self.size)
+        curriculum = create_curriculum(dataset)
         curriculum.set_global_level(level)
         config = curriculum.generate_configuration({"seed": self.seed + level, "size": self.size})
-        return DATASETS[self.dataset][0](config)
+        return DATASETS[dataset][0](config)
 
     def tasks(self) -> list[GymTask]:
         if self._tasks is None:
             tasks = []
-            for level in self.levels or [None]:
-                data = self._data.setdefault(level, self._make(level))
-                for i in range(len(data)):
-                    item = data[i]
-                    answer = item.get("answer")
-                    tasks.append(GymTask(
-                        id=f"{self.dataset}:{'default' if level is None else f'L{level}'}:{i}", benchmark=BENCHMARK,
-                        group=self.dataset, depth=level or 0, source=f"reasoning-gym {self.version}", level=level, index=i,
-                        question=item["question"], answer=None if answer is None else str(answer),
-                    ))
+            for dataset in self.datasets:
+                for level in self.levels or [None]:
+                    data = self._data.setdefault((dataset, level), self._make(dataset, level))
+                    for i in range(len(data)):
+                        item = data[i]
+                        answer = item.get("answer")
+                        tasks.append(GymTask(
+                            id=f"{dataset}:{'default' if level is None else f'L{level}'}:{i}", benchmark=BENCHMARK,
+                            group=dataset, depth=level or 0, source=f"reasoning-gym {self.version}", dataset=dataset,
+                            level=level, index=i, question=item["question"], answer=None if answer is None else str(answer),
+                        ))
             self._tasks = tasks
         return self._tasks
 
     def entry(self, task: GymTask) -> dict[str, Any]:
-        return self._data[task.level][task.index]
+        return self._data[(task.dataset, task.level)][task.index]
 
     def fixture_policy(self) -> Policy:
         return GoldAnswerPolicy()
@@ -129,7 +136,7 @@ class ReasoningGymAdapter:
         assert isinstance(task, GymTask)
         start = time.perf_counter()
         answer = episode.native.get("answer")
-        data = self._data[task.level]
+        data = self._data[(task.dataset, task.level)]
         detail: dict[str, Any] = {"answer": (answer or "")[:200]}
         try:
             score = float(data.score_answer(answer, self.entry(task))) if answer is not None else 0.0

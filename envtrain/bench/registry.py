@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from envtrain.bench.types import Adapter
 
-SPEC_FORMS = "bfcl-multi-turn[:CATEGORY[,CATEGORY]], reasoning-gym:NAME[:LEVELS], envs:DIR"
+SPEC_FORMS = "bfcl-multi-turn[:CATEGORY[,CATEGORY]], reasoning-gym:NAME[,NAME][:LEVELS], envs:DIR"
 
 
 def make_adapter(spec: str, *, limit: int | None = None, seed: int = 0) -> Adapter:

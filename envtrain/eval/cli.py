@@ -31,7 +31,7 @@ def eval_cmd(
     policy: Optional[str] = typer.Option(None, help=POLICY_HELP),
     benchmark: Optional[str] = typer.Option(
         None, help="bfcl-multi-turn[:CATEGORY[,CATEGORY]] (base, miss_func, miss_param, long_context) | "
-                   "reasoning-gym:NAME[:LEVELS] (LEVELS: 2, 0-3 or 0,2) | envs:DIR"),
+                   "reasoning-gym:NAME[,NAME...][:LEVELS] (LEVELS: 2, 0-3 or 0,2) | envs:DIR"),
     out: Path = typer.Option(
         ..., help="Output folder: metrics.json, results.jsonl, episodes.jsonl, report.md, plots/. An interrupted run resumes "
                   "(OUT/journal.jsonl holds its finished episodes)."),

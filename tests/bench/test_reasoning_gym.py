@@ -48,6 +48,20 @@ def test_levels_come_from_the_curriculum_and_become_depths() -> None:
         parse_levels("x")
 
 
+def test_a_composite_of_datasets_runs_as_one_benchmark_with_a_group_each() -> None:
+    adapter = make_adapter("reasoning-gym:chain_sum,leg_counting:0-1", limit=2, seed=5)
+    tasks = adapter.tasks()
+    assert adapter.name == "reasoning-gym:chain_sum,leg_counting:0,1"
+    assert [(t.group, t.depth) for t in tasks] == [(g, d) for g in ("chain_sum", "leg_counting") for d in (0, 1) for _ in range(2)]
+    assert len({t.id for t in tasks}) == 8
+    gold = adapter.fixture_policy()
+    for task in tasks:  # each task is graded by its own dataset's scorer
+        assert run(adapter, task, gold)[1].passed
+        assert "num_animals" in adapter.entry(task)["metadata"] or task.group == "chain_sum"
+    single = make_adapter("reasoning-gym:leg_counting:0-1", limit=2, seed=5).tasks()
+    assert [t.question for t in tasks[4:]] == [t.question for t in single]  # a composite changes no dataset's questions
+
+
 def test_a_text_answer_counts_and_the_tool_ends_the_episode() -> None:
     adapter = ReasoningGymAdapter("basic_arithmetic", size=1, seed=0)
     task = adapter.tasks()[0]
@@ -66,5 +80,9 @@ def test_a_text_answer_counts_and_the_tool_ends_the_episode() -> None:
 def test_bad_names_are_one_sentence() -> None:
     with pytest.raises(ValueError, match="no dataset"):
         make_adapter("reasoning-gym:not_a_dataset")
+    with pytest.raises(ValueError, match="no dataset 'nope'"):
+        make_adapter("reasoning-gym:chain_sum,nope")
+    with pytest.raises(ValueError, match="distinct names"):
+        make_adapter("reasoning-gym:chain_sum,chain_sum")
     with pytest.raises(ValueError, match="unknown benchmark"):
         make_adapter("gsm8k")
