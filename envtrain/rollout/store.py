@@ -79,7 +79,9 @@ class TrajectoryStore:
         if data is None:
             return None
         meta = data.select_columns(["env_id", "attempt", "passed", "score", "num_turns"]).to_list()
-        kept = data.select(sorted(keep(meta)))
+        # In (environment, attempt) order, not the order episodes happened to finish in: the same
+        # collection gives the same dataset however many ran at once, and so the same training order.
+        kept = data.select(sorted(keep(meta), key=lambda i: (meta[i]["env_id"], meta[i]["attempt"])))
         _save_into(kept, self.out)
         return kept
 
@@ -126,6 +128,7 @@ def merge(dirs: list[str | Path], out: str | Path) -> Any:
     keys = list(zip(merged["env_id"], merged["attempt"]))
     if len(set(keys)) != len(keys):
         raise StoreError("the datasets overlap: the same (environment, attempt) appears twice; were the shards split differently?")
+    merged = merged.select(sorted(range(len(keys)), key=keys.__getitem__))  # the same rows in any order of dirs, one order
     Path(out).mkdir(parents=True, exist_ok=True)
     _save_into(merged, Path(out))
     return merged

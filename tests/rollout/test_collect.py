@@ -172,6 +172,25 @@ def test_shards_split_by_environment_and_merge_without_duplicates(tmp_path) -> N
     assert len(merged) == N_EXAMPLES and len(load_from_disk(str(tmp_path / "all"))) == N_EXAMPLES
     with pytest.raises(StoreError, match="overlap"):
         merge([tmp_path / "s0", tmp_path / "s0"], tmp_path / "twice")
+    other = merge([tmp_path / "s1", tmp_path / "s0"], tmp_path / "other")
+    assert other["id"] == merged["id"]  # one order, whichever shard comes first
+
+
+def test_the_dataset_order_does_not_depend_on_which_episode_finished_first(tmp_path) -> None:
+    """Episodes finish in any order when many run at once; the dataset (and so SFT's data order,
+    shuffled by seed from it) is in (environment, attempt) order all the same."""
+
+    class Jittered(OraclePolicy):  # the oracle, slower on some environments than others: a scrambled finish order
+        async def generate(self, messages, tools, params, ctx):
+            await asyncio.sleep(0.02 * (int(ctx.env.id[:2], 16) % 4))
+            return await super().generate(messages, tools, params, ctx)
+
+    run(CollectConfig(envs=EXAMPLES, out=tmp_path / "one", attempts=2, concurrency=1), OraclePolicy())
+    run(CollectConfig(envs=EXAMPLES, out=tmp_path / "many", attempts=2, concurrency=16), Jittered())
+    one, many = (load_from_disk(str(tmp_path / name)) for name in ("one", "many"))
+    keys = list(zip(one["env_id"], one["attempt"]))
+    assert keys == sorted(keys) and len(keys) == 2 * N_EXAMPLES
+    assert list(zip(many["env_id"], many["attempt"])) == keys
 
 
 CRASHING_RUN = """
