@@ -149,6 +149,9 @@ def _evaluate(policy_spec: str, benchmark: str, out: Path, *, attempts: int, max
             rows, trajectories = asyncio.run(run())
         except (ValueError, OSError) as exc:  # a missing folder, an unreadable file: before any episode ran
             _die(str(exc))
+        except KeyboardInterrupt:
+            _die(f"interrupted after {passed[1]} episodes; they are kept in {out / 'journal.jsonl'}: "
+                 "rerun the same command to finish the run", code=130)
     not_loaded = dict(getattr(adapter, "failed", {}) or {})
     if not rows:
         _die(f"{benchmark}: no tasks to evaluate" + (f" ({len(not_loaded)} files did not load)" if not_loaded else ""))

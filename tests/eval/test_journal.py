@@ -107,14 +107,47 @@ def test_another_runs_journal_or_a_corrupt_line_is_refused(tmp_path) -> None:
     assert journal.read_text() == kept  # a refused journal is left as it was
 
 
-def test_the_cli_names_a_journal_of_other_settings(tmp_path) -> None:
+def cli_app():
     import typer
 
     from envtrain.eval.cli import eval_cmd
 
     app = typer.Typer()
     app.command("eval")(eval_cmd)
-    app.command("other")(lambda: None)
+    app.command("other")(lambda: None)  # two commands, so "eval" is named on the command line as in envtrain
+    return app
+
+
+def test_the_cli_names_a_journal_of_other_settings(tmp_path) -> None:
+    app = cli_app()
     (tmp_path / JOURNAL).write_text(json.dumps({"config": {"benchmark": "something else"}}) + "\n")
     r = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--benchmark", f"envs:{ROOT / 'examples'}", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "an unfinished run with other settings" in r.output and "differs in" in r.output
+
+
+def test_ctrl_c_in_the_cli_keeps_the_episodes_and_says_how_to_finish(tmp_path, monkeypatch) -> None:
+    import envtrain.agent.registry as registry
+    from envtrain.agent.baselines import OraclePolicy
+
+    class ThenCtrlC(OraclePolicy):
+        name = "oracle-then-ctrl-c"
+        calls = 0
+
+        async def generate(self, messages, tools, params, ctx):
+            type(self).calls += 1
+            if type(self).calls > 12:
+                raise KeyboardInterrupt
+            return await super().generate(messages, tools, params, ctx)
+
+    monkeypatch.setattr(registry, "make_policy", lambda spec, **kw: ThenCtrlC())
+    app = cli_app()
+    args = ["eval", "--policy", "hf:somewhere", "--benchmark", f"envs:{ROOT / 'examples'}", "--out", str(tmp_path),
+            "--concurrency", "1"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 130 and "rerun the same command" in r.output
+    kept = len((tmp_path / JOURNAL).read_text().splitlines()) - 1
+    assert kept >= 1
+    ThenCtrlC.calls = -10_000  # the rerun is not interrupted
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert f"resuming: {kept} episodes" in r.output and not (tmp_path / JOURNAL).exists()
