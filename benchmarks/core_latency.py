@@ -30,18 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from envtrain.core import Environment, Runtime, World  # noqa: E402
 from envtrain.core.admission import check_admission  # noqa: E402
+import timing  # noqa: E402  (benchmarks/, the script's own folder)
 
 
 def p50(fn: Callable[[], Any], n: int) -> float:
-    """Median wall time of ``fn`` in milliseconds over ``n`` calls after a warm-up."""
-    for _ in range(min(20, n)):
-        fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
+    """Median milliseconds over ``n`` calls, after up to 20 warm-up calls (statement caches fill)."""
+    return timing.p50(fn, n, warmup=min(20, n))
 
 
 def helpdesk_env(tickets: int, comments: int = 0) -> Environment:

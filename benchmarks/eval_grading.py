@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -31,15 +30,7 @@ from envtrain.bench.bfcl.executor import native_check
 from envtrain.bench.bfcl.perturb import gold_turns, perturbations
 from envtrain.core.admission import check_admission
 from envtrain.core.session import Runtime
-
-
-def _median_ms(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+from timing import p50  # (benchmarks/, the script's own folder)
 
 
 def grading(step: int, repeats: int) -> None:
@@ -52,14 +43,14 @@ def grading(step: int, repeats: int) -> None:
             runtime = Runtime(bfcl_environment(entry), handlers=handlers)
             decoded = [[turn] if turn else [] for turn in entry.ground_truth]
             native = native_check(entry, decoded).valid
-            bfcl_ms.append(_median_ms(lambda entry=entry, decoded=decoded: native_check(entry, decoded), repeats))
+            bfcl_ms.append(p50(lambda entry=entry, decoded=decoded: native_check(entry, decoded), repeats, warmup=0))
             with runtime.session() as s:
                 s.reset()
                 for turn in gold_turns(entry, method_parameters(entry.involved_classes)):
                     for c in turn:
                         s.step({"tool": c.name, "arguments": c.arguments})
                 verdict = s.verify()
-                env_ms.append(_median_ms(s.verify, repeats))
+                env_ms.append(p50(s.verify, repeats, warmup=0))
             agree += native == verdict.passed
             n += 1
         all_bfcl += bfcl_ms

@@ -24,12 +24,10 @@ The roots are the shipped examples, each copied with a numbered request so ids d
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,6 +38,7 @@ from envtrain.scale.apply import apply_plan  # noqa: E402
 from envtrain.scale.lineage import ScaleConfig, scale_all  # noqa: E402
 from envtrain.scale.plan import Plan  # noqa: E402
 from envtrain.scale.validate import validate  # noqa: E402
+from timing import interleaved, p50  # noqa: E402  (benchmarks/, the script's own folder)
 
 
 def make_roots(n: int, out: Path) -> list[Path]:
@@ -53,28 +52,6 @@ def make_roots(n: int, out: Path) -> list[Path]:
         Environment.parse(data).save(path)
         paths.append(path)
     return paths
-
-
-def p50(fn: Callable[[], Any], n: int) -> float:
-    fn()
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
-def interleaved(a: Callable[[], Any], b: Callable[[], Any], n: int) -> tuple[float, float]:
-    """p50 milliseconds of ``a`` and ``b`` run alternately, so that both see the same machine load."""
-    a(), b()
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(n):
-        for fn, out in ((a, times[0]), (b, times[1])):
-            start = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def thousand_row_world() -> Environment:

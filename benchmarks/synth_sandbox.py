@@ -17,12 +17,8 @@ Rows (per available backend):
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -30,20 +26,11 @@ sys.path.insert(0, str(ROOT))
 from envtrain.sandbox import BACKENDS, Limits, open_sandbox, unavailable
 from envtrain.sandbox.checker import CheckCache, run_check
 from envtrain.sandbox.codecall import invoke
+from timing import p50  # (benchmarks/, the script's own folder)
 
 FILES = {f"data/part{i}.csv": "id,amount\n" + "".join(f"{j},{j * 7 % 100}\n" for j in range(200)) for i in range(10)}
 CHECK = "import json, os\nprint(json.dumps({'pass': os.path.exists('data/part0.csv')}))\n"
 TOOLS = "def total(ctx, args):\n    return {'n': sum(1 for _ in open('data/part0.csv'))}\n"
-
-
-def p50(fn: Callable[[], Any], n: int) -> float:
-    fn()
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
 
 
 def measure(backend: str, n: int) -> list[tuple[str, str, float, str, float]]:
