@@ -59,8 +59,15 @@ class _Gating(Operator):
             return f"the tool already has its {self.kind} gate"
         return None
 
+    def fields(self, work: Work, params: Any) -> dict[str, Any]:
+        """What this kind of gate holds beyond the common fields (drawn after its token)."""
+        return {}
+
     def make(self, work: Work, target: ToolTarget, params: Any, binds: list[Binding]) -> Gate:
-        raise NotImplementedError
+        return Gate(
+            id=f"G{work.next()}", tool=target.name, app=target.app, kind=self.kind, token=work.token("tk"),
+            **self.fields(work, params), requires=tuple(binds), depth=work.depth,
+        )
 
     def apply(self, work: Work, target: ToolTarget, params: Any, binds: list[Binding]) -> None:
         gate = self.make(work, target, params, binds)
@@ -79,12 +86,6 @@ class ToolGating(_Gating):
     )
     procedure = "call enable_<tool> (with any token it binds) before the tool's first use"
 
-    def make(self, work: Work, target: ToolTarget, params: Any, binds: list[Binding]) -> Gate:
-        return Gate(
-            id=f"G{work.next()}", tool=target.name, app=target.app, kind="enable", token=work.token("tk"),
-            requires=tuple(binds), depth=work.depth,
-        )
-
 
 class ToolManifests(_Gating):
     name = "tool manifests"
@@ -95,11 +96,8 @@ class ToolManifests(_Gating):
     )
     procedure = "call load_<tool>_manifest with the manifest from the access doc (and any bound token), then use the tool"
 
-    def make(self, work: Work, target: ToolTarget, params: Any, binds: list[Binding]) -> Gate:
-        return Gate(
-            id=f"G{work.next()}", tool=target.name, app=target.app, kind="manifest", token=work.token("tk"),
-            manifest=work.token("mf"), requires=tuple(binds), depth=work.depth,
-        )
+    def fields(self, work: Work, params: Any) -> dict[str, Any]:
+        return {"manifest": work.token("mf")}
 
 
 class StagedToolActivation(_Gating):
@@ -115,11 +113,8 @@ class StagedToolActivation(_Gating):
     def sample(self, work: Work, target: ToolTarget, rng: random.Random) -> dict[str, Any]:
         return {"stages": rng.randint(2, 4)}
 
-    def make(self, work: Work, target: ToolTarget, params: Any, binds: list[Binding]) -> Gate:
-        return Gate(
-            id=f"G{work.next()}", tool=target.name, app=target.app, kind="stage", token=work.token("tk"),
-            stages=params.stages, requires=tuple(binds), depth=work.depth,
-        )
+    def fields(self, work: Work, params: Any) -> dict[str, Any]:
+        return {"stages": params.stages}
 
 
 OPERATORS = (ToolGating(), ToolManifests(), StagedToolActivation())
