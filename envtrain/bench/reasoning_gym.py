@@ -3,9 +3,10 @@
 ``reasoning-gym:NAME`` takes the dataset's default configuration; ``reasoning-gym:NAME:LEVELS``
 (``2``, ``0-3`` or ``0,2,4``) takes its curriculum at each global level, and a task's depth is
 its level, so the by-depth tables and plots read as difficulty levels. ``NAME`` may be a comma
-list (``chain_sum,leg_counting``): a composite run, each dataset its own group in the report. An episode is one
-question: the model answers in text (``<answer>...</answer>`` as reasoning-gym's default prompt
-asks, or the whole reply) or through the ``answer`` tool, which ends the episode.
+list (``chain_sum,leg_counting``): a composite run, each dataset its own group in the report.
+An episode is one question: the model answers in text (``<answer>...</answer>`` as
+reasoning-gym's default prompt asks, or the whole reply) or through the ``answer`` tool, which
+ends the episode.
 """
 
 from __future__ import annotations

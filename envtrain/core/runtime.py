@@ -12,14 +12,14 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from envtrain.core.app import App, Column, Constraint, Effect, Guard, Tool
+from envtrain.core.app import App, Constraint, Effect, Guard, Tool
 from envtrain.core.args import compile_validator
 from envtrain.core.compile import Bindings, Compiler, Fragment, Param, batch, bind
 from envtrain.core.condition import Cardinality, Condition, Site
 from envtrain.core.errors import ErrorKind, SpecError, ToolError
 from envtrain.core.expr import Clause, Col, Lit, Ref, SubQuery, walk
 from envtrain.core.schema import EntityInfo, Schema
-from envtrain.core.world import World, from_sql
+from envtrain.core.world import RowShape, World
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 @dataclass(frozen=True)
@@ -66,25 +66,6 @@ class Guards:
                 continue
             if not check.cardinality.holds(count):
                 raise ToolError(check.error, format_message(check.message, ns.args))
-
-
-@dataclass(frozen=True)
-class RowShape:
-    """How a stored row becomes JSON: names, and the few columns that need converting."""
-
-    names: tuple[str, ...]
-    convert: tuple[tuple[int, Column], ...]  # (index, column) of boolean and json columns
-
-    @classmethod
-    def of(cls, columns: Sequence[tuple[str, Column]]) -> "RowShape":
-        return cls(tuple(n for n, _ in columns), tuple((i, c) for i, (_, c) in enumerate(columns) if c.type in ("boolean", "json")))
-
-    def row(self, values: Sequence[Any]) -> dict[str, Any]:
-        out = dict(zip(self.names, values))
-        for i, col in self.convert:
-            name = self.names[i]
-            out[name] = from_sql(out[name], col)
-        return out
 
 
 @dataclass(frozen=True)

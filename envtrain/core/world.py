@@ -12,7 +12,8 @@ import json
 import re
 import sqlite3
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from envtrain.core.app import Column
 from envtrain.core.compile import ISO_SECONDS
@@ -69,6 +70,25 @@ def from_sql(value: Any, col: Column) -> Any:
     if col.type == "json":
         return json.loads(value)
     return value
+
+
+@dataclass(frozen=True)
+class RowShape:
+    """How a stored row becomes JSON: names, and the few columns that need converting."""
+
+    names: tuple[str, ...]
+    convert: tuple[tuple[int, Column], ...]  # (index, column) of boolean and json columns
+
+    @classmethod
+    def of(cls, columns: Sequence[tuple[str, Column]]) -> "RowShape":
+        return cls(tuple(n for n, _ in columns), tuple((i, c) for i, (_, c) in enumerate(columns) if c.type in ("boolean", "json")))
+
+    def row(self, values: Sequence[Any]) -> dict[str, Any]:
+        out = dict(zip(self.names, values))
+        for i, col in self.convert:
+            name = self.names[i]
+            out[name] = from_sql(out[name], col)
+        return out
 
 
 def _connect(foreign_keys: bool = True) -> sqlite3.Connection:
@@ -216,14 +236,8 @@ class World:
         info = self.schema.resolve(entity)
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         cur = self.conn.execute(f'SELECT * FROM "{info.table}" ORDER BY "{info.spec.primary_key}"{tail}')
-        names = [d[0] for d in cur.description]
-        # Only boolean and json columns need converting: a call per value dominated large reads.
-        convert = [(n, info.columns[n]) for n in names if info.columns[n].type in ("boolean", "json")]
-        rows = [dict(zip(names, row)) for row in cur]
-        for row in rows:
-            for n, col in convert:
-                row[n] = from_sql(row[n], col)
-        return rows
+        shape = RowShape.of([(d[0], info.columns[d[0]]) for d in cur.description])
+        return [shape.row(row) for row in cur]
 
     def files(self) -> dict[str, str]:
         return {row["path"]: row["content"] for row in self.rows(FILES)}
