@@ -96,6 +96,7 @@ def _evaluate(policy_spec: str, benchmark: str, out: Path, *, attempts: int, max
     from envtrain.agent.types import SamplingParams
     from envtrain.bench.registry import make_adapter
     from envtrain.bench.types import EpisodeLimits
+    from envtrain.eval.journal import JOURNAL
     from envtrain.eval.report import write_run
     from envtrain.eval.run import EvalConfig, evaluate
 
@@ -130,7 +131,7 @@ def _evaluate(policy_spec: str, benchmark: str, out: Path, *, attempts: int, max
             bar.update(task, total=total)
 
         def resumed(n: int) -> None:
-            console.print(f"resuming: {n} episodes of an interrupted run are in {out / 'journal.jsonl'}; running the rest",
+            console.print(f"resuming: {n} episodes of an interrupted run are in {out / JOURNAL}; running the rest",
                           markup=False, style="yellow")
 
         def episode(row) -> None:
@@ -150,7 +151,7 @@ def _evaluate(policy_spec: str, benchmark: str, out: Path, *, attempts: int, max
         except (ValueError, OSError) as exc:  # a missing folder, an unreadable file: before any episode ran
             _die(str(exc))
         except KeyboardInterrupt:
-            _die(f"interrupted after {passed[1]} episodes; they are kept in {out / 'journal.jsonl'}: "
+            _die(f"interrupted after {passed[1]} episodes; they are kept in {out / JOURNAL}: "
                  "rerun the same command to finish the run", code=130)
     not_loaded = dict(getattr(adapter, "failed", {}) or {})
     if not rows:

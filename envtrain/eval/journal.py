@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from envtrain.core.io import atomic_write_text
 from envtrain.eval.records import EpisodeRow
 from envtrain.rollout.trajectory import Trajectory
 
@@ -69,10 +70,10 @@ class Journal:
                 raise JournalError(f"{self.path}: line {n} is not an episode record ({str(exc).splitlines()[0]})") from None
             if row.stop_reason != "error":
                 done[key] = (row, trajectory)  # type: ignore[index]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Rewrite what was read (a torn tail dropped), so appends always start on a fresh line.
+        # Rewrite what was read (a torn tail dropped), so appends always start on a fresh line; atomically,
+        # so a crash here cannot lose the episodes already kept.
         text = "".join(line + "\n" for line in lines) or json.dumps({"config": self.config}, sort_keys=True) + "\n"
-        self.path.write_text(text, encoding="utf-8")
+        atomic_write_text(self.path, text)
         self._file = self.path.open("a", encoding="utf-8")
         return done
 
